@@ -1,0 +1,53 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int qlm_cli_error(int code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* One line, whatever the message carried in. */
+    for (char *p = msg; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    fprintf(stderr, "qlm: error: %s\n", msg);
+    return code;
+}
+
+int qlm_cli_report(const qlm_err *e)
+{
+    return qlm_cli_error(e->code ? e->code : QLM_ERUNTIME, "%s", e->msg);
+}
+
+int qlm_cli_int(const char *flag, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        qlm_cli_error(QLM_EUSAGE, "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int qlm_cli_float(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+        qlm_cli_error(QLM_EUSAGE, "%s: expected a number in [%g, %g], got '%s'", flag, lo, hi, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}

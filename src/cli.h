@@ -1,0 +1,21 @@
+/* cli.h - what the command-line layer shares: the error line format and
+ * the runtime subcommands that live in src/ (run; later chat, batch).
+ * Only code at this layer prints to stdout/stderr or picks exit codes. */
+#ifndef QLM_CLI_H
+#define QLM_CLI_H
+
+#include "err.h"
+
+/* Prints "qlm: error: <message>" as one line on stderr; returns code. */
+int qlm_cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints e's message in that format and returns its code. */
+int qlm_cli_report(const qlm_err *e);
+
+/* Parses a whole decimal/float argument for flag `flag`; false with the
+ * error already printed on bad input. */
+int qlm_cli_int(const char *flag, const char *s, long lo, long hi, long *out);
+int qlm_cli_float(const char *flag, const char *s, double lo, double hi, double *out);
+
+int qlm_cmd_run(int argc, char **argv);
+
+#endif

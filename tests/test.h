@@ -1,0 +1,30 @@
+/* test.h - the smallest test harness that reports per case.
+ *
+ * Each test binary prints one line per case, "PASS name" or
+ * "FAIL name: reason", and exits non-zero if any case failed.  tests/run.sh
+ * counts those lines for the suite's closing "N passed, N failed". */
+#ifndef QLM_TEST_H
+#define QLM_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int t_failed_cases, t_case_failed;
+static const char *t_case_name;
+
+#define TEST_BEGIN(name) do { t_case_name = (name); t_case_failed = 0; } while (0)
+#define TEST_END() do { \
+        if (t_case_failed) { t_failed_cases++; } \
+        else printf("PASS %s\n", t_case_name); \
+        fflush(stdout); } while (0)
+
+/* CHECK records the first failure of a case with its location and keeps
+ * going, so one run shows every broken case. */
+#define CHECK(cond, ...) do { if (!(cond)) { \
+        if (!t_case_failed) { printf("FAIL %s: %s:%d: ", t_case_name, __FILE__, __LINE__); \
+            printf(__VA_ARGS__); printf("\n"); } \
+        t_case_failed = 1; } } while (0)
+
+#define TEST_EXIT() return t_failed_cases ? 1 : 0
+
+#endif

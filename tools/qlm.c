@@ -1,0 +1,47 @@
+/* qlm.c - the entry point: picks a subcommand. Each subcommand gets argv
+ * from its own name on and returns the process exit status. */
+#include <stdio.h>
+#include <string.h>
+
+#include "src/cli.h"
+#include "tools/tools.h"
+
+#define QLM_VERSION "0.1.0"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    {"run", qlm_cmd_run, "generate text from a prompt (-p, -f or stdin)"},
+    {"inspect", qlm_cmd_inspect, "print a GGUF file's metadata and tensor table"},
+    {"tokenize", qlm_cmd_tokenize, "print the token ids of a text"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: qlm COMMAND [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nqlm COMMAND --help shows a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return QLM_EUSAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("qlm %s\n", QLM_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    return qlm_cli_error(QLM_EUSAGE, "unknown command '%s' (qlm --help lists them)", argv[1]);
+}

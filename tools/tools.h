@@ -1,0 +1,8 @@
+/* tools.h - subcommands that are not the runtime (tools -> src). */
+#ifndef QLM_TOOLS_H
+#define QLM_TOOLS_H
+
+int qlm_cmd_inspect(int argc, char **argv);
+int qlm_cmd_tokenize(int argc, char **argv);
+
+#endif
