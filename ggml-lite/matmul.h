@@ -1,0 +1,21 @@
+/* matmul.h - quantized weights times float activations.
+ *
+ * The activations are first quantized to the weight type's paired
+ * activation type (Q4_0 weights take Q8_0 activations, ...), then each
+ * output element is one integer-heavy vec_dot, as llama.cpp computes it. */
+#ifndef QLM_GL_MATMUL_H
+#define QLM_GL_MATMUL_H
+
+#include <stddef.h>
+
+#include "ggml-lite/tensor.h"
+
+/* Bytes of scratch gl_matmul needs for n_tokens activation rows. */
+size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens);
+
+/* y[t][r] = W[r] . x[t] for t < n_tokens, r < ne[1].
+ * x is [n_tokens][ne[0]], y is [n_tokens][ne[1]]; scratch holds at least
+ * gl_matmul_scratch() bytes.  Returns -1 if the type has no dot product. */
+int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch);
+
+#endif

@@ -1,0 +1,84 @@
+#include "ggml-lite/ops.h"
+
+#include <math.h>
+#include <string.h>
+
+void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n, float eps)
+{
+    for (int t = 0; t < n_tokens; t++) {
+        const float *xr = x + (int64_t)t * n;
+        float *o = out + (int64_t)t * n;
+        double ss = 0.0;
+        for (int i = 0; i < n; i++) ss += (double)xr[i] * xr[i];
+        const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
+        for (int i = 0; i < n; i++) o[i] = xr[i] * scale * w[i];
+    }
+}
+
+void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int head_dim,
+                   const gl_rope *r)
+{
+    const int half = r->n_rot / 2;
+    /* ggml derives each pair's angle by repeated multiplication; doing the
+     * same keeps our angles bit-identical to llama.cpp's. */
+    const float theta_scale = powf(r->freq_base, -2.0f / (float)r->n_rot);
+    float cs[GL_ROPE_MAX_DIM / 2][2];
+    for (int t = 0; t < n_tokens; t++) {
+        float theta = (float)pos[t];
+        for (int i = 0; i < half; i++) {
+            float th = theta;
+            if (r->freq_factors) th /= r->freq_factors[i];
+            th *= r->freq_scale;
+            cs[i][0] = cosf(th);
+            cs[i][1] = sinf(th);
+            theta *= theta_scale;
+        }
+        for (int h = 0; h < n_head; h++) {
+            float *v = x + ((int64_t)t * n_head + h) * head_dim;
+            for (int i = 0; i < half; i++) {
+                const int a = r->neox ? i : 2 * i;
+                const int b = r->neox ? i + half : 2 * i + 1;
+                const float x0 = v[a], x1 = v[b];
+                v[a] = x0 * cs[i][0] - x1 * cs[i][1];
+                v[b] = x0 * cs[i][1] + x1 * cs[i][0];
+            }
+        }
+    }
+}
+
+void gl_swiglu(float *g, const float *u, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+void gl_add(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+void gl_softmax(float *x, int n)
+{
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++) if (x[i] > max) max = x[i];
+    if (max == -INFINITY) { /* nothing visible: define as all zero */
+        memset(x, 0, sizeof *x * (size_t)n);
+        return;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        const float e = expf(x[i] - max);
+        x[i] = e;
+        sum += e;
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+int gl_get_row(const gl_tensor *t, int64_t r, float *out)
+{
+    const qt_traits *tr = qt_get(t->type);
+    if (!tr || !tr->to_float || r < 0 || r >= t->ne[1]) return -1;
+    tr->to_float(gl_row(t, r), out, t->ne[0]);
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* ops.h - the float ops of a transformer forward pass.
+ *
+ * Buffers are row-major [n_tokens][dim] float arrays.  Numerics follow
+ * ggml's CPU ops where it matters for matching llama.cpp token for token:
+ * sums of squares and softmax denominators are accumulated in double,
+ * and RoPE angles advance by repeated multiplication as ggml does. */
+#ifndef QLM_GL_OPS_H
+#define QLM_GL_OPS_H
+
+#include <stdint.h>
+
+#include "ggml-lite/tensor.h"
+
+/* out[t] = x[t] / rms(x[t]) * w, for n_tokens rows of n. out may be x. */
+void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n, float eps);
+
+/* Rotary position embedding in place over n_tokens rows of n_head heads of
+ * head_dim, rotating the first n_rot dims of each head.
+ * neox=false: pairs (2i, 2i+1) (llama); neox=true: pairs (i, i+n_rot/2).
+ * freq_factors (n_rot/2 entries, may be NULL) divide each pair's angle. */
+#define GL_ROPE_MAX_DIM 1024 /* n_rot limit; loaders reject larger */
+typedef struct gl_rope {
+    int n_rot;
+    float freq_base;
+    float freq_scale;          /* 1/linear scaling factor */
+    const float *freq_factors;
+    int neox;
+} gl_rope;
+void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int head_dim,
+                   const gl_rope *r);
+
+/* x[i] = silu(g[i]) * u[i], in place into g. */
+void gl_swiglu(float *g, const float *u, int64_t n);
+
+/* y[i] += x[i] */
+void gl_add(float *y, const float *x, int64_t n);
+
+/* Softmax in place over n values; returns nothing, handles -INFINITY. */
+void gl_softmax(float *x, int n);
+
+/* Row r of an embedding table, dequantized to f32 (n = ne[0] floats). */
+int gl_get_row(const gl_tensor *t, int64_t r, float *out);
+
+#endif

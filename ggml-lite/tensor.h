@@ -1,0 +1,24 @@
+/* tensor.h - a weight matrix as ggml-lite sees it: element type, shape and
+ * a pointer into the mapped file.  Row r of a 2-D tensor starts at
+ * data + r * row_bytes; ne[0] is the row length (the input dimension). */
+#ifndef QLM_GL_TENSOR_H
+#define QLM_GL_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quant/types.h"
+
+typedef struct gl_tensor {
+    qt_type type;
+    int64_t ne[4];     /* elements per dim, ne[0] fastest; unused dims = 1 */
+    size_t row_bytes;  /* bytes of one ne[0]-long row */
+    const void *data;
+} gl_tensor;
+
+static inline const void *gl_row(const gl_tensor *t, int64_t r)
+{
+    return (const uint8_t *)t->data + (size_t)r * t->row_bytes;
+}
+
+#endif

@@ -1,0 +1,269 @@
+/* cli_run.c - `qlm run`: one prompt in, generated text out, for scripts.
+ *
+ * stdout carries only the generated text (or one JSON object with
+ * --json); everything else goes to stderr, and only with -v or when
+ * stderr is a terminal. */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "generate.h"
+#include "json.h"
+#include "model.h"
+#include "sample.h"
+#include "tokenizer.h"
+
+/* The one piece of process-wide state the CLI needs: set by the SIGINT
+ * handler, read by the generation callback. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+typedef struct run_opts {
+    const char *model, *prompt, *prompt_file;
+    int n_predict, n_ctx, n_threads, n_batch;
+    qlm_sampler_params sp;
+    bool json, verbose;
+} run_opts;
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: qlm run -m MODEL [-p TEXT | -f FILE | < stdin] [options]\n"
+        "\n"
+        "Generates a continuation of the prompt and writes only that text to stdout.\n"
+        "\n"
+        "  -m, --model FILE        GGUF model\n"
+        "  -p, --prompt TEXT       prompt text\n"
+        "  -f, --file FILE         read the prompt from FILE\n"
+        "                          (with neither, the prompt is standard input, read to EOF)\n"
+        "  -n, --n-predict N       tokens to generate (default -1: until end of text or context)\n"
+        "  -c, --ctx-size N        context size in tokens (default min(4096, training context))\n"
+        "  -t, --threads N         threads (default: physical cores)\n"
+        "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
+        "  -s, --seed N            random seed (default 0)\n"
+        "      --temp X            temperature (default 0.8; 0 = greedy)\n"
+        "      --top-k N           keep the N most likely tokens (default 40; 0 = off)\n"
+        "      --top-p X           nucleus sampling (default 0.95; 1 = off)\n"
+        "      --min-p X           drop tokens below X times the top probability (default 0.05)\n"
+        "      --repeat-penalty X  penalise recent tokens (default 1.0 = off)\n"
+        "      --repeat-last-n N   how many recent tokens are penalised (default 64)\n"
+        "      --json              print one JSON object: text, tokens, timings, stop reason\n"
+        "  -v, --verbose           log loading and timings to stderr\n"
+        "\n"
+        "exit status: 0 ok, 1 usage, 2 cannot load model or input, 3 runtime failure, 130 interrupted\n");
+}
+
+static bool is_opt(const char *a, const char *s1, const char *s2)
+{
+    return !strcmp(a, s1) || (s2 && !strcmp(a, s2));
+}
+
+static int parse_args(int argc, char **argv, run_opts *o)
+{
+    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults()};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long l;
+        double d;
+#define IS(s1, s2) is_opt(a, s1, s2)
+#define NEXT() (i + 1 < argc ? argv[++i] : NULL)
+        if (IS("-h", "--help")) { run_usage(stdout); return -1; }
+        if (IS("-v", "--verbose")) { o->verbose = true; continue; }
+        if (IS("--json", NULL)) { o->json = true; continue; }
+        const char *v = NEXT();
+        if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm run --help)", a);
+        if (IS("-m", "--model")) o->model = v;
+        else if (IS("-p", "--prompt")) o->prompt = v;
+        else if (IS("-f", "--file")) o->prompt_file = v;
+        else if (IS("-n", "--n-predict")) {
+            if (!qlm_cli_int(a, v, -1, 1 << 30, &l)) return QLM_EUSAGE;
+            o->n_predict = (int)l;
+        } else if (IS("-c", "--ctx-size")) {
+            if (!qlm_cli_int(a, v, 0, 1 << 24, &l)) return QLM_EUSAGE;
+            o->n_ctx = (int)l;
+        } else if (IS("-t", "--threads")) {
+            if (!qlm_cli_int(a, v, 1, 1024, &l)) return QLM_EUSAGE;
+            o->n_threads = (int)l;
+        } else if (IS("-b", "--batch-size")) {
+            if (!qlm_cli_int(a, v, 1, 1 << 16, &l)) return QLM_EUSAGE;
+            o->n_batch = (int)l;
+        } else if (IS("-s", "--seed")) {
+            if (!qlm_cli_int(a, v, -1, 0x7fffffffL, &l)) return QLM_EUSAGE;
+            o->sp.seed = (uint64_t)(l < 0 ? 0 : l);
+        } else if (IS("--temp", NULL)) {
+            if (!qlm_cli_float(a, v, 0, 100, &d)) return QLM_EUSAGE;
+            o->sp.temp = (float)d;
+        } else if (IS("--top-k", NULL)) {
+            if (!qlm_cli_int(a, v, 0, 1 << 30, &l)) return QLM_EUSAGE;
+            o->sp.top_k = (int)l;
+        } else if (IS("--top-p", NULL)) {
+            if (!qlm_cli_float(a, v, 0, 1, &d)) return QLM_EUSAGE;
+            o->sp.top_p = (float)d;
+        } else if (IS("--min-p", NULL)) {
+            if (!qlm_cli_float(a, v, 0, 1, &d)) return QLM_EUSAGE;
+            o->sp.min_p = (float)d;
+        } else if (IS("--repeat-penalty", NULL)) {
+            if (!qlm_cli_float(a, v, 0.01, 100, &d)) return QLM_EUSAGE;
+            o->sp.repeat_penalty = (float)d;
+        } else if (IS("--repeat-last-n", NULL)) {
+            if (!qlm_cli_int(a, v, 0, 1 << 20, &l)) return QLM_EUSAGE;
+            o->sp.repeat_last_n = (int)l;
+        } else
+            return qlm_cli_error(QLM_EUSAGE, "unknown option '%s' (qlm run --help)", a);
+#undef IS
+#undef NEXT
+    }
+    if (!o->model) return qlm_cli_error(QLM_EUSAGE, "no model: pass -m FILE.gguf");
+    if (o->prompt && o->prompt_file)
+        return qlm_cli_error(QLM_EUSAGE, "give the prompt with -p or -f, not both");
+    return 0;
+}
+
+/* Reads all of f; NULL with errno set on failure. */
+static char *slurp(FILE *f, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *nb = realloc(buf, cap *= 2);
+        if (!nb) { free(buf); return NULL; }
+        buf = nb;
+    }
+    if (buf && ferror(f)) { free(buf); return NULL; }
+    *len = n;
+    return buf;
+}
+
+static int read_prompt(const run_opts *o, char **text, size_t *len)
+{
+    if (o->prompt) {
+        *len = strlen(o->prompt);
+        *text = strdup(o->prompt);
+        return *text ? 0 : qlm_cli_error(QLM_ERUNTIME, "out of memory");
+    }
+    if (o->prompt_file) {
+        FILE *f = fopen(o->prompt_file, "rb");
+        if (!f) return qlm_cli_error(QLM_ELOAD, "cannot read prompt file %s: %s", o->prompt_file, strerror(errno));
+        *text = slurp(f, len);
+        int e = errno;
+        fclose(f);
+        return *text ? 0 : qlm_cli_error(QLM_ELOAD, "cannot read prompt file %s: %s", o->prompt_file, strerror(e));
+    }
+    /* A script never waits at an interactive prompt: with a terminal on
+     * stdin and no -p/-f there is nothing to read. */
+    if (isatty(STDIN_FILENO))
+        return qlm_cli_error(QLM_EUSAGE, "no prompt: use -p TEXT, -f FILE or pipe text on stdin");
+    *text = slurp(stdin, len);
+    return *text ? 0 : qlm_cli_error(QLM_ELOAD, "cannot read the prompt from stdin: %s", strerror(errno));
+}
+
+typedef struct out_state {
+    bool json, broken_pipe;
+    char *text;
+    size_t len, cap;
+} out_state;
+
+static int on_token(void *user, int32_t tok, const char *piece, size_t n)
+{
+    (void)tok;
+    out_state *o = user;
+    if (o->json) {
+        if (o->len + n > o->cap) {
+            size_t cap = (o->cap + n) * 2;
+            char *nt = realloc(o->text, cap);
+            if (!nt) return 1;
+            o->text = nt;
+            o->cap = cap;
+        }
+        memcpy(o->text + o->len, piece, n);
+        o->len += n;
+    } else if (n && (fwrite(piece, 1, n, stdout) != n || fflush(stdout))) {
+        /* The reader went away (`| head`): stop quietly, not an error. */
+        o->broken_pipe = true;
+        return 1;
+    }
+    return interrupted;
+}
+
+int qlm_cmd_run(int argc, char **argv)
+{
+    run_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    const bool logs = o.verbose || isatty(STDERR_FILENO);
+
+    char *text = NULL;
+    size_t text_len = 0;
+    if ((rc = read_prompt(&o, &text, &text_len))) return rc;
+
+    qlm_err err = {0};
+    qlm_model *m = NULL;
+    qlm_ctx *ctx = NULL;
+    qlm_sampler *smp = NULL;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    out_state out = {.json = o.json};
+    double t0 = qlm_now_ms();
+    if ((rc = qlm_model_load(&m, o.model, &err))) goto fail;
+    qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads};
+    if ((rc = qlm_ctx_new(&ctx, m, &cp, &err))) goto fail;
+    const double load_ms = qlm_now_ms() - t0;
+    if (logs)
+        fprintf(stderr, "qlm: %s (%s, %d layers, %d-token context), loaded in %.0f ms\n", m->name,
+                m->arch->name, m->hp.n_layer, qlm_ctx_n_ctx(ctx), load_ms);
+
+    /* Prompts may carry the model's control tokens (chat markup), as in llama.cpp. */
+    if ((rc = qlm_tokenize(m->vocab, text, text_len, qlm_vocab_add_bos(m->vocab), true, &ids, &n_ids, &err)))
+        goto fail;
+    if (!(smp = qlm_sampler_new(&o.sp, m->hp.n_vocab))) {
+        rc = qlm_fail(&err, QLM_ERUNTIME, "out of memory");
+        goto fail;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_sigint);
+    qlm_gen_stats st;
+    rc = qlm_generate(ctx, m, ids, (int)n_ids, o.n_predict, smp, on_token, &out, &st, &err);
+    if (rc) goto fail;
+    if (out.broken_pipe) goto done;
+    if (o.json) {
+        printf("{\"text\":");
+        qlm_json_str(stdout, out.text ? out.text : "", out.len);
+        printf(",\"stop_reason\":\"%s\",\"tokens\":{\"prompt\":%d,\"generated\":%d},"
+               "\"timings\":{\"load_ms\":%.3f,\"prompt_ms\":%.3f,\"generate_ms\":%.3f,"
+               "\"prompt_tokens_per_s\":%.3f,\"generate_tokens_per_s\":%.3f}}\n",
+               qlm_stop_name(st.stop), st.n_prompt, st.n_gen, load_ms, st.prompt_ms, st.gen_ms,
+               st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0,
+               st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0);
+        fflush(stdout);
+    }
+    if (logs) {
+        fprintf(stderr, "\nqlm: prompt %d tokens in %.0f ms (%.1f t/s), generated %d tokens in %.0f ms "
+                "(%.1f t/s), stop: %s\n", st.n_prompt, st.prompt_ms,
+                st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen, st.gen_ms,
+                st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, qlm_stop_name(st.stop));
+    }
+    if (st.stop == QLM_STOP_CALLER && interrupted) rc = QLM_EINTR;
+done:
+    qlm_sampler_free(smp);
+    free(ids);
+    free(out.text);
+    qlm_ctx_free(ctx);
+    qlm_model_free(m);
+    free(text);
+    return rc;
+fail:
+    qlm_cli_report(&err);
+    goto done;
+}

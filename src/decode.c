@@ -1,0 +1,240 @@
+/* decode.c - the forward pass of a llama-family transformer over a batch.
+ *
+ * Read top to bottom: embed, then per layer attention and feed-forward
+ * with residuals, then the output head for the rows that want logits.
+ * Shapes use T = tokens in the micro-batch, E = n_embd, QD = n_head *
+ * head_dim, KD = n_head_kv * head_dim, F = n_ff, V = n_vocab. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "ggml-lite/matmul.h"
+#include "ggml-lite/ops.h"
+#include "ggml-lite/threads.h"
+
+struct qlm_ctx {
+    const qlm_model *m;
+    qlm_kv kv;
+    int n_batch, n_threads;
+    float *x;       /* [T][E] residual stream */
+    float *xn;      /* [T][max(E, QD)] normed input / projection output */
+    float *q;       /* [T][QD] */
+    float *k, *v;   /* [T][KD] */
+    float *att;     /* [T][QD] attention output */
+    float *g, *u;   /* [T][F] feed-forward gate and up */
+    float *scores;  /* [n_threads][n_ctx] attention weights */
+    void *mm;       /* activation quantization scratch */
+    int *cells;     /* [T] KV cells of the micro-batch */
+    float *logits;  /* [n_logits][V] */
+    int n_logits, logits_cap;
+};
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_err *err)
+{
+    *out = NULL;
+    const qlm_hparams *hp = &m->hp;
+    qlm_ctx *c = calloc(1, sizeof *c);
+    if (!c) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
+    c->m = m;
+    int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    c->n_batch = p && p->n_batch > 0 ? p->n_batch : 512;
+    c->n_threads = p && p->n_threads > 0 ? p->n_threads : gl_physical_cores();
+    gl_set_threads(c->n_threads);
+    int rc = qlm_kv_init(&c->kv, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim, err);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    const size_t T = (size_t)c->n_batch, E = hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim,
+                 KD = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff;
+    size_t mm = 0;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const qlm_layer *L = &m->layers[l];
+        const gl_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) mm = max_sz(mm, gl_matmul_scratch(ws[i], (int)T));
+    }
+    mm = max_sz(mm, gl_matmul_scratch(&m->output, (int)T));
+    c->x = malloc(T * E * sizeof(float));
+    c->xn = malloc(T * max_sz(E, QD) * sizeof(float));
+    c->q = malloc(T * QD * sizeof(float));
+    c->k = malloc(T * KD * sizeof(float));
+    c->v = malloc(T * KD * sizeof(float));
+    c->att = malloc(T * QD * sizeof(float));
+    c->g = malloc(T * F * sizeof(float));
+    c->u = malloc(T * F * sizeof(float));
+    c->scores = malloc((size_t)c->n_threads * n_ctx * sizeof(float));
+    c->mm = malloc(mm ? mm : 1);
+    c->cells = malloc(T * sizeof(int));
+    if (!c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
+        !c->mm || !c->cells) {
+        qlm_ctx_free(c);
+        return qlm_fail(err, QLM_ERUNTIME, "out of memory allocating scratch for a %d-token batch",
+                        c->n_batch);
+    }
+    *out = c;
+    return QLM_OK;
+}
+
+void qlm_ctx_free(qlm_ctx *c)
+{
+    if (!c) return;
+    qlm_kv_free(&c->kv);
+    free(c->x); free(c->xn); free(c->q); free(c->k); free(c->v); free(c->att);
+    free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->logits);
+    free(c);
+}
+
+int qlm_ctx_n_ctx(const qlm_ctx *c) { return c->kv.n_ctx; }
+qlm_kv *qlm_ctx_kv(qlm_ctx *c) { return &c->kv; }
+
+const float *qlm_logits(const qlm_ctx *c, int i)
+{
+    if (i < 0 || i >= c->n_logits) return NULL;
+    return c->logits + (size_t)i * c->m->hp.n_vocab;
+}
+
+/* Causal attention of each batch token over the cells its sequence sees,
+ * grouped-query: query head h reads KV head h / (n_head / n_head_kv). */
+static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
+{
+    const qlm_hparams *hp = &c->m->hp;
+    const int D = hp->head_dim, H = hp->n_head, group = hp->n_head / hp->n_head_kv;
+    const int QD = H * D, n_top = c->kv.n_top;
+    const float scale = 1.0f / sqrtf((float)D);
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int t = 0; t < T; t++) {
+        for (int h = 0; h < H; h++) {
+            float *s = c->scores + (size_t)omp_get_thread_num() * c->kv.n_ctx;
+            const float *q = c->q + (size_t)t * QD + (size_t)h * D;
+            const int kvo = (h / group) * D;
+            for (int j = 0; j < n_top; j++) {
+                if (!qlm_kv_visible(&c->kv, j, seq[t], pos[t])) {
+                    s[j] = -INFINITY;
+                    continue;
+                }
+                const float *k = qlm_kv_k(&c->kv, layer, j) + kvo;
+                float dot = 0.0f;
+                for (int d = 0; d < D; d++) dot += q[d] * k[d];
+                s[j] = dot * scale;
+            }
+            gl_softmax(s, n_top);
+            float *o = c->att + (size_t)t * QD + (size_t)h * D;
+            memset(o, 0, sizeof *o * (size_t)D);
+            for (int j = 0; j < n_top; j++) {
+                if (s[j] == 0.0f) continue;
+                const float *v = qlm_kv_v(&c->kv, layer, j) + kvo;
+                for (int d = 0; d < D; d++) o[d] += s[j] * v[d];
+            }
+        }
+    }
+}
+
+static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
+{
+    const qlm_model *m = c->m;
+    const qlm_hparams *hp = &m->hp;
+    const int E = hp->n_embd, QD = hp->n_head * hp->head_dim, KD = hp->n_head_kv * hp->head_dim,
+              F = hp->n_ff;
+    const int32_t *tok = b->token + off, *pos = b->pos + off, *seq = b->seq + off;
+    const gl_rope rope = {.n_rot = hp->n_rot, .freq_base = hp->rope_base,
+                          .freq_scale = hp->rope_freq_scale, .freq_factors = m->rope_freqs,
+                          .neox = m->arch->rope_neox};
+
+    for (int t = 0; t < T; t++) gl_get_row(&m->tok_embd, tok[t], c->x + (size_t)t * E);
+    int rc = qlm_kv_claim(&c->kv, T, pos, seq, c->cells, err);
+    if (rc) return rc;
+
+    for (int l = 0; l < hp->n_layer; l++) {
+        const qlm_layer *L = &m->layers[l];
+        /* attention block */
+        gl_rmsnorm(c->xn, c->x, L->attn_norm, T, E, hp->norm_eps);
+        gl_matmul(&L->wq, c->xn, c->q, T, c->mm);
+        gl_matmul(&L->wk, c->xn, c->k, T, c->mm);
+        gl_matmul(&L->wv, c->xn, c->v, T, c->mm);
+        gl_rope_apply(c->q, pos, T, hp->n_head, hp->head_dim, &rope);
+        gl_rope_apply(c->k, pos, T, hp->n_head_kv, hp->head_dim, &rope);
+        for (int t = 0; t < T; t++) {
+            memcpy(qlm_kv_k(&c->kv, l, c->cells[t]), c->k + (size_t)t * KD, sizeof(float) * KD);
+            memcpy(qlm_kv_v(&c->kv, l, c->cells[t]), c->v + (size_t)t * KD, sizeof(float) * KD);
+        }
+        attention(c, l, T, pos, seq);
+        gl_matmul(&L->wo, c->att, c->xn, T, c->mm);
+        gl_add(c->x, c->xn, (int64_t)T * E);
+        /* feed-forward block */
+        gl_rmsnorm(c->xn, c->x, L->ffn_norm, T, E, hp->norm_eps);
+        gl_matmul(&L->w_gate, c->xn, c->g, T, c->mm);
+        gl_matmul(&L->w_up, c->xn, c->u, T, c->mm);
+        gl_swiglu(c->g, c->u, (int64_t)T * F);
+        gl_matmul(&L->w_down, c->g, c->xn, T, c->mm);
+        gl_add(c->x, c->xn, (int64_t)T * E);
+        (void)QD;
+    }
+
+    /* output head, only for rows that asked for logits */
+    int n_out = 0;
+    for (int t = 0; t < T; t++)
+        if (b->logits[off + t]) {
+            gl_rmsnorm(c->xn + (size_t)n_out * E, c->x + (size_t)t * E, m->output_norm, 1, E,
+                       hp->norm_eps);
+            n_out++;
+        }
+    if (n_out) {
+        gl_matmul(&m->output, c->xn, c->logits + (size_t)c->n_logits * hp->n_vocab, n_out, c->mm);
+        c->n_logits += n_out;
+    }
+    return QLM_OK;
+}
+
+int qlm_decode(qlm_ctx *c, const qlm_batch *b, qlm_err *err)
+{
+    const qlm_hparams *hp = &c->m->hp;
+    int want = 0;
+    for (int i = 0; i < b->n; i++) {
+        if (b->token[i] < 0 || b->token[i] >= hp->n_vocab)
+            return qlm_fail(err, QLM_EUSAGE, "batch entry %d: token %d outside vocabulary of %d", i,
+                            b->token[i], hp->n_vocab);
+        if (b->seq[i] < 0 || b->seq[i] >= QLM_MAX_SEQ)
+            return qlm_fail(err, QLM_EUSAGE, "batch entry %d: sequence id %d outside [0, %d)", i,
+                            b->seq[i], QLM_MAX_SEQ);
+        if (b->pos[i] < 0)
+            return qlm_fail(err, QLM_EUSAGE, "batch entry %d: negative position", i);
+        want += b->logits[i] != 0;
+    }
+    if (want > c->logits_cap) {
+        float *nl = realloc(c->logits, (size_t)want * hp->n_vocab * sizeof(float));
+        if (!nl) return qlm_fail(err, QLM_ERUNTIME, "out of memory for %d rows of logits", want);
+        c->logits = nl;
+        c->logits_cap = want;
+    }
+    c->n_logits = 0;
+    for (int off = 0; off < b->n; off += c->n_batch) {
+        const int T = b->n - off < c->n_batch ? b->n - off : c->n_batch;
+        int rc = forward(c, b, off, T, err);
+        if (rc) return rc;
+    }
+    return QLM_OK;
+}
+
+int qlm_batch_init(qlm_batch *b, int cap)
+{
+    memset(b, 0, sizeof *b);
+    b->token = malloc(sizeof *b->token * (size_t)cap);
+    b->pos = malloc(sizeof *b->pos * (size_t)cap);
+    b->seq = malloc(sizeof *b->seq * (size_t)cap);
+    b->logits = malloc((size_t)cap);
+    if (!b->token || !b->pos || !b->seq || !b->logits) {
+        qlm_batch_free(b);
+        return -1;
+    }
+    return 0;
+}
+
+void qlm_batch_free(qlm_batch *b)
+{
+    free(b->token); free(b->pos); free(b->seq); free(b->logits);
+    memset(b, 0, sizeof *b);
+}

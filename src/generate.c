@@ -1,0 +1,78 @@
+#include "generate.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+const char *qlm_stop_name(qlm_stop s)
+{
+    switch (s) {
+    case QLM_STOP_EOG: return "eos";
+    case QLM_STOP_LENGTH: return "length";
+    case QLM_STOP_CONTEXT: return "context";
+    case QLM_STOP_CALLER: return "interrupted";
+    }
+    return "?";
+}
+
+double qlm_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_prompt,
+                 int n_predict, qlm_sampler *s, qlm_token_fn on_token, void *user,
+                 qlm_gen_stats *st, qlm_err *err)
+{
+    *st = (qlm_gen_stats){.n_prompt = n_prompt};
+    const int n_ctx = qlm_ctx_n_ctx(c);
+    if (n_prompt < 1) return qlm_fail(err, QLM_EUSAGE, "the prompt is empty");
+    if (n_prompt >= n_ctx)
+        return qlm_fail(err, QLM_ELOAD, "the prompt is %d tokens but the context holds %d (raise -c)",
+                        n_prompt, n_ctx);
+    qlm_batch b;
+    if (qlm_batch_init(&b, n_prompt)) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
+    for (int i = 0; i < n_prompt; i++) {
+        qlm_batch_add(&b, prompt[i], i, 0, i == n_prompt - 1);
+        qlm_sampler_accept(s, prompt[i]);
+    }
+    double t0 = qlm_now_ms();
+    int rc = qlm_decode(c, &b, err);
+    st->prompt_ms = qlm_now_ms() - t0;
+    if (rc) goto done;
+
+    t0 = qlm_now_ms();
+    char piece[256];
+    int pos = n_prompt;
+    for (;;) {
+        if (n_predict >= 0 && st->n_gen >= n_predict) { st->stop = QLM_STOP_LENGTH; break; }
+        const int32_t tok = qlm_sample(s, qlm_logits(c, 0));
+        if (qlm_vocab_is_eog(m->vocab, tok)) { st->stop = QLM_STOP_EOG; break; }
+        qlm_sampler_accept(s, tok);
+        st->n_gen++;
+        int n = qlm_token_to_piece(m->vocab, tok, piece, sizeof piece, false);
+        const char *text = piece;
+        char *big = NULL;
+        if (n > (int)sizeof piece && (big = malloc((size_t)n))) { /* rare: very long token text */
+            qlm_token_to_piece(m->vocab, tok, big, (size_t)n, false);
+            text = big;
+        }
+        if (n < 0 || (n > (int)sizeof piece && !big)) n = 0;
+        const int stop = on_token && on_token(user, tok, text, (size_t)n);
+        free(big);
+        if (stop) {
+            st->stop = QLM_STOP_CALLER;
+            break;
+        }
+        if (pos >= n_ctx) { st->stop = QLM_STOP_CONTEXT; break; }
+        if (n_predict >= 0 && st->n_gen >= n_predict) { st->stop = QLM_STOP_LENGTH; break; }
+        b.n = 0;
+        qlm_batch_add(&b, tok, pos++, 0, true);
+        if ((rc = qlm_decode(c, &b, err))) break;
+    }
+    st->gen_ms = qlm_now_ms() - t0;
+done:
+    qlm_batch_free(&b);
+    return rc;
+}

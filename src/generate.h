@@ -1,0 +1,39 @@
+/* generate.h - prompt in, tokens out: the loop every front end shares. */
+#ifndef QLM_GENERATE_H
+#define QLM_GENERATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "sample.h"
+
+typedef enum qlm_stop {
+    QLM_STOP_EOG,      /* the model ended its turn */
+    QLM_STOP_LENGTH,   /* n_predict reached */
+    QLM_STOP_CONTEXT,  /* the context is full */
+    QLM_STOP_CALLER,   /* the callback asked to stop (e.g. Ctrl-C) */
+} qlm_stop;
+
+const char *qlm_stop_name(qlm_stop s);
+
+/* Called for each generated token with the bytes it stands for (control
+ * tokens give none).  Return nonzero to stop. */
+typedef int (*qlm_token_fn)(void *user, int32_t tok, const char *piece, size_t n);
+
+typedef struct qlm_gen_stats {
+    int n_prompt, n_gen;
+    double prompt_ms, gen_ms;
+    qlm_stop stop;
+} qlm_gen_stats;
+
+/* Decodes prompt[0..n_prompt) into sequence 0 from position 0, then
+ * samples up to n_predict tokens (< 0: until end of generation or a full
+ * context).  The end-of-generation token itself is not passed on. */
+int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_prompt,
+                 int n_predict, qlm_sampler *s, qlm_token_fn on_token, void *user,
+                 qlm_gen_stats *st, qlm_err *err);
+
+double qlm_now_ms(void);
+
+#endif

@@ -1,0 +1,99 @@
+/* model.h - a loaded model and the one batch-oriented forward API.
+ *
+ * A batch is a list of (token, position, sequence id, want-logits), as in
+ * llama_decode(): the same call serves prefill, decode, speculative
+ * verification, many sequences at once and prefix reuse. */
+#ifndef QLM_MODEL_H
+#define QLM_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "gguf.h"
+#include "kv.h"
+#include "tokenizer.h"
+#include "ggml-lite/tensor.h"
+
+typedef struct qlm_arch {
+    const char *name;  /* general.architecture */
+    bool rope_neox;    /* rotate (i, i+n/2) pairs instead of (2i, 2i+1) */
+} qlm_arch;
+
+/* The architecture row for name, or NULL. */
+const qlm_arch *qlm_arch_find(const char *name);
+/* Comma-separated list of supported architectures, for error messages. */
+const char *qlm_arch_list(void);
+
+typedef struct qlm_hparams {
+    int n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff;
+    int head_dim;   /* per-head width of Q and K (and V) */
+    int n_rot;      /* dims rotated by RoPE per head */
+    float rope_base, rope_freq_scale, norm_eps;
+} qlm_hparams;
+
+typedef struct qlm_layer {
+    const float *attn_norm, *ffn_norm;                /* [n_embd] */
+    gl_tensor wq, wk, wv, wo, w_gate, w_up, w_down;
+} qlm_layer;
+
+typedef struct qlm_model {
+    gguf_ctx *gguf;
+    qlm_vocab *vocab;
+    const qlm_arch *arch;
+    char *name;               /* general.name, or the file name */
+    qlm_hparams hp;
+    gl_tensor tok_embd;       /* [n_vocab][n_embd] */
+    gl_tensor output;         /* [n_vocab][n_embd], tok_embd when tied */
+    const float *output_norm; /* [n_embd] */
+    const float *rope_freqs;  /* [n_rot/2] or NULL */
+    qlm_layer *layers;        /* [n_layer] */
+} qlm_model;
+
+/* Opens, validates (every tensor present with the right shape and a
+ * supported type) and maps the model.  QLM_ELOAD with the reason. */
+int qlm_model_load(qlm_model **out, const char *path, qlm_err *err);
+void qlm_model_free(qlm_model *m);
+
+typedef struct qlm_batch {
+    int n;
+    int32_t *token;
+    int32_t *pos;
+    int32_t *seq;
+    int8_t *logits; /* nonzero: produce logits for this entry */
+} qlm_batch;
+
+/* Allocates a batch with room for cap entries (n = 0). */
+int qlm_batch_init(qlm_batch *b, int cap);
+void qlm_batch_free(qlm_batch *b);
+static inline void qlm_batch_add(qlm_batch *b, int32_t tok, int32_t pos, int32_t seq, bool logits)
+{
+    b->token[b->n] = tok;
+    b->pos[b->n] = pos;
+    b->seq[b->n] = seq;
+    b->logits[b->n] = logits;
+    b->n++;
+}
+
+typedef struct qlm_ctx qlm_ctx;
+
+typedef struct qlm_ctx_params {
+    int n_ctx;     /* KV cells; 0: min(4096, n_ctx_train) */
+    int n_batch;   /* most tokens per forward pass; 0: 512 */
+    int n_threads; /* 0: physical cores */
+} qlm_ctx_params;
+
+int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_err *err);
+void qlm_ctx_free(qlm_ctx *c);
+int qlm_ctx_n_ctx(const qlm_ctx *c);
+qlm_kv *qlm_ctx_kv(qlm_ctx *c);
+
+/* Runs the batch through the model, storing K/V in the cache.  Batches
+ * larger than n_batch are split.  QLM_EUSAGE for invalid entries (token
+ * out of range, bad sequence id), QLM_ERUNTIME when the cache is full. */
+int qlm_decode(qlm_ctx *c, const qlm_batch *b, qlm_err *err);
+/* Logits [n_vocab] of the i-th batch entry that asked for them (in batch
+ * order) in the last qlm_decode call; NULL if out of range. */
+const float *qlm_logits(const qlm_ctx *c, int i);
+
+#endif

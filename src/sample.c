@@ -1,0 +1,168 @@
+#include "sample.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cand {
+    int32_t id;
+    float logit;
+    float p;
+} cand;
+
+struct qlm_sampler {
+    qlm_sampler_params p;
+    int n_vocab;
+    uint64_t rng[4];     /* xoshiro256** state */
+    int32_t *recent;     /* ring of the last repeat_last_n tokens */
+    int n_recent, recent_head;
+    cand *c;             /* [n_vocab] */
+};
+
+qlm_sampler_params qlm_sampler_defaults(void)
+{
+    return (qlm_sampler_params){.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
+                                .repeat_penalty = 1.0f, .repeat_last_n = 64, .seed = 0};
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t next_u64(uint64_t s[4])
+{
+    const uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static double next_unit(uint64_t s[4]) { return (next_u64(s) >> 11) * 0x1.0p-53; }
+
+qlm_sampler *qlm_sampler_new(const qlm_sampler_params *p, int n_vocab)
+{
+    qlm_sampler *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->p = *p;
+    s->n_vocab = n_vocab;
+    if (s->p.repeat_last_n < 0) s->p.repeat_last_n = 0;
+    s->recent = malloc(sizeof *s->recent * (size_t)(s->p.repeat_last_n + 1));
+    s->c = malloc(sizeof *s->c * (size_t)n_vocab);
+    if (!s->recent || !s->c) {
+        qlm_sampler_free(s);
+        return NULL;
+    }
+    uint64_t x = p->seed;
+    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+    return s;
+}
+
+void qlm_sampler_free(qlm_sampler *s)
+{
+    if (!s) return;
+    free(s->recent);
+    free(s->c);
+    free(s);
+}
+
+void qlm_sampler_accept(qlm_sampler *s, int32_t tok)
+{
+    const int n = s->p.repeat_last_n;
+    if (n <= 0) return;
+    s->recent[s->recent_head] = tok;
+    s->recent_head = (s->recent_head + 1) % n;
+    if (s->n_recent < n) s->n_recent++;
+}
+
+static int by_logit_desc(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit < y->logit ? 1 : -1;
+    return x->id - y->id; /* ties: lower id first, so results are stable */
+}
+
+/* Penalized copy of the logits: positive logits are divided by the
+ * penalty and negative ones multiplied, once per distinct recent token. */
+static void load_candidates(qlm_sampler *s, const float *logits)
+{
+    for (int i = 0; i < s->n_vocab; i++) s->c[i] = (cand){.id = i, .logit = logits[i]};
+    const float pen = s->p.repeat_penalty;
+    if (pen == 1.0f || s->n_recent == 0) return;
+    for (int i = 0; i < s->n_recent; i++) {
+        const int32_t t = s->recent[i];
+        if (t < 0 || t >= s->n_vocab) continue;
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= s->recent[j] == t;
+        if (seen) continue;
+        float *l = &s->c[t].logit;
+        *l = *l > 0 ? *l / pen : *l * pen;
+    }
+}
+
+int32_t qlm_sample(qlm_sampler *s, const float *logits)
+{
+    load_candidates(s, logits);
+    if (s->p.temp <= 0.0f) {
+        int best = 0;
+        for (int i = 1; i < s->n_vocab; i++)
+            if (s->c[i].logit > s->c[best].logit) best = i;
+        return s->c[best].id;
+    }
+    int n = s->n_vocab;
+    const int k = s->p.top_k > 0 && s->p.top_k < n ? s->p.top_k : n;
+    /* A full sort of a 150k vocabulary per token is wasteful; partial
+     * selection keeps the k best first. */
+    if (k < n) {
+        int lo = 0, hi = n - 1;
+        while (lo < hi) { /* quickselect the k largest into [0, k) */
+            const float pivot = s->c[(lo + hi) / 2].logit;
+            int i = lo, j = hi;
+            while (i <= j) {
+                while (s->c[i].logit > pivot) i++;
+                while (s->c[j].logit < pivot) j--;
+                if (i <= j) {
+                    cand t = s->c[i]; s->c[i] = s->c[j]; s->c[j] = t;
+                    i++; j--;
+                }
+            }
+            if (k - 1 <= j) hi = j;
+            else if (k - 1 >= i) lo = i;
+            else break;
+        }
+        n = k;
+    }
+    qsort(s->c, (size_t)n, sizeof *s->c, by_logit_desc);
+
+    /* probabilities at temperature 1 drive top-p and min-p */
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += s->c[i].p = expf(s->c[i].logit - s->c[0].logit);
+    if (s->p.top_p < 1.0f) {
+        double cum = 0.0;
+        for (int i = 0; i < n; i++) {
+            cum += s->c[i].p / sum;
+            if (cum >= s->p.top_p) { n = i + 1; break; }
+        }
+    }
+    if (s->p.min_p > 0.0f) {
+        int m = 1;
+        while (m < n && s->c[m].p >= s->p.min_p * s->c[0].p) m++;
+        n = m;
+    }
+    sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += s->c[i].p = expf((s->c[i].logit - s->c[0].logit) / s->p.temp);
+    double r = next_unit(s->rng) * sum;
+    for (int i = 0; i < n; i++) {
+        r -= s->c[i].p;
+        if (r < 0) return s->c[i].id;
+    }
+    return s->c[n - 1].id;
+}

@@ -1,0 +1,33 @@
+/* sample.h - picking the next token from logits.
+ *
+ * The chain follows llama.cpp's default order: repetition penalty over
+ * the last tokens, top-k, top-p, min-p, temperature, then a draw from a
+ * seeded generator.  temp <= 0 is greedy (argmax after the penalty).
+ * The same seed and settings give the same tokens. */
+#ifndef QLM_SAMPLE_H
+#define QLM_SAMPLE_H
+
+#include <stdint.h>
+
+typedef struct qlm_sampler_params {
+    float temp;            /* 0.8; <= 0 greedy */
+    int top_k;             /* 40; <= 0 off */
+    float top_p;           /* 0.95; >= 1 off */
+    float min_p;           /* 0.05; <= 0 off */
+    float repeat_penalty;  /* 1.0 off */
+    int repeat_last_n;     /* 64 */
+    uint64_t seed;
+} qlm_sampler_params;
+
+qlm_sampler_params qlm_sampler_defaults(void);
+
+typedef struct qlm_sampler qlm_sampler;
+
+qlm_sampler *qlm_sampler_new(const qlm_sampler_params *p, int n_vocab);
+void qlm_sampler_free(qlm_sampler *s);
+/* Records a token of the context (prompt or generated) for penalties. */
+void qlm_sampler_accept(qlm_sampler *s, int32_t tok);
+/* Chooses a token from logits[n_vocab] (not modified). */
+int32_t qlm_sample(qlm_sampler *s, const float *logits);
+
+#endif

@@ -1,0 +1,106 @@
+/* test_ops.c - ggml-lite ops against double-precision math, and matmul
+ * for every type with a dot product against dequantize-then-multiply. */
+#include <math.h>
+#include <string.h>
+
+#include "ggml-lite/matmul.h"
+#include "ggml-lite/ops.h"
+#include "test.h"
+
+static float frand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((*s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+}
+
+int main(void)
+{
+    uint64_t seed = 3;
+
+    TEST_BEGIN("rmsnorm");
+    float x[2][96], w[96], out[2][96];
+    for (int i = 0; i < 96; i++) { x[0][i] = frand(&seed) * 10; x[1][i] = frand(&seed); w[i] = frand(&seed); }
+    gl_rmsnorm(out[0], x[0], w, 2, 96, 1e-6f);
+    for (int t = 0; t < 2; t++) {
+        double ss = 0;
+        for (int i = 0; i < 96; i++) ss += (double)x[t][i] * x[t][i];
+        for (int i = 0; i < 96; i++) {
+            const double e = x[t][i] / sqrt(ss / 96 + 1e-6) * w[i];
+            CHECK(fabs(out[t][i] - e) < 1e-5 * (1 + fabs(e)), "row %d elem %d: %g vs %g", t, i, out[t][i], e);
+        }
+    }
+    TEST_END();
+
+    TEST_BEGIN("rope_norm_and_neox");
+    for (int neox = 0; neox < 2; neox++) {
+        const int H = 3, D = 16, NR = 12;
+        float v[2][3 * 16], orig[2][3 * 16];
+        for (int i = 0; i < 2 * H * D; i++) orig[i / (H * D)][i % (H * D)] = frand(&seed);
+        memcpy(v, orig, sizeof v);
+        const int32_t pos[2] = {0, 1234};
+        gl_rope r = {.n_rot = NR, .freq_base = 10000.0f, .freq_scale = 1.0f, .neox = neox};
+        gl_rope_apply(&v[0][0], pos, 2, H, D, &r);
+        for (int t = 0; t < 2; t++)
+            for (int h = 0; h < H; h++) {
+                for (int i = 0; i < NR / 2; i++) {
+                    const int a = neox ? i : 2 * i, b = neox ? i + NR / 2 : 2 * i + 1;
+                    const double th = pos[t] * pow(10000.0, -2.0 * i / NR);
+                    const double x0 = orig[t][h * D + a], x1 = orig[t][h * D + b];
+                    const double e0 = x0 * cos(th) - x1 * sin(th), e1 = x0 * sin(th) + x1 * cos(th);
+                    /* float angles at position 1234 carry ~1e-4 absolute error */
+                    CHECK(fabs(v[t][h * D + a] - e0) < 2e-3 && fabs(v[t][h * D + b] - e1) < 2e-3,
+                          "neox=%d t=%d h=%d pair %d: (%g,%g) vs (%g,%g)", neox, t, h, i,
+                          v[t][h * D + a], v[t][h * D + b], e0, e1);
+                }
+                for (int i = NR; i < D; i++)
+                    CHECK(v[t][h * D + i] == orig[t][h * D + i], "dim %d past n_rot changed", i);
+            }
+    }
+    TEST_END();
+
+    TEST_BEGIN("softmax");
+    float s[5] = {1, 2, -INFINITY, 3, 0};
+    gl_softmax(s, 5);
+    double z = exp(1) + exp(2) + exp(3) + exp(0);
+    CHECK(s[2] == 0.0f, "masked entry got %g", s[2]);
+    CHECK(fabs(s[3] - exp(3) / z) < 1e-6, "got %g", s[3]);
+    float allm[3] = {-INFINITY, -INFINITY, -INFINITY};
+    gl_softmax(allm, 3);
+    CHECK(allm[0] == 0 && allm[1] == 0 && allm[2] == 0, "fully masked row is not zero");
+    TEST_END();
+
+    /* Every weight type qlm can multiply with, against dequantized weights
+     * times unquantized activations; the tolerance covers the activation
+     * quantization to 8 bits. */
+    for (uint32_t ty = 0; ty < QT_COUNT; ty++) {
+        const qt_traits *tr = qt_get(ty);
+        if (!tr || !tr->vec_dot || !tr->from_float || !tr->to_float || tr->block_size > 256) continue;
+        if (ty == QT_Q8_1 || ty == QT_Q8_K) continue; /* activation-only types */
+        char name[64];
+        snprintf(name, sizeof name, "matmul_%s", tr->name);
+        TEST_BEGIN(name);
+        const int64_t K = 512, R = 7, T = 3;
+        float *wf = malloc(sizeof(float) * K * R), *xf = malloc(sizeof(float) * K * T),
+              *y = malloc(sizeof(float) * R * T), *row = malloc(sizeof(float) * K);
+        for (int64_t i = 0; i < K * R; i++) wf[i] = frand(&seed);
+        for (int64_t i = 0; i < K * T; i++) xf[i] = frand(&seed);
+        gl_tensor w = {.type = (qt_type)ty, .ne = {K, R, 1, 1}, .row_bytes = qt_row_size((qt_type)ty, K)};
+        void *wq = malloc(w.row_bytes * R);
+        tr->from_float(wf, wq, K * R);
+        w.data = wq;
+        void *scratch = malloc(gl_matmul_scratch(&w, (int)T) + 1);
+        CHECK(gl_matmul(&w, xf, y, (int)T, scratch) == 0, "matmul refused");
+        for (int64_t r = 0; r < R; r++) {
+            tr->to_float(gl_row(&w, r), row, K);
+            for (int64_t t = 0; t < T; t++) {
+                double e = 0, mag = 0;
+                for (int64_t i = 0; i < K; i++) { e += (double)row[i] * xf[t * K + i]; mag += fabs(row[i] * xf[t * K + i]); }
+                CHECK(fabs(y[t * R + r] - e) <= 0.01 * mag + 1e-6, "row %lld tok %lld: %g vs %g",
+                      (long long)r, (long long)t, y[t * R + r], e);
+            }
+        }
+        free(wf); free(xf); free(y); free(row); free(wq); free(scratch);
+        TEST_END();
+    }
+    TEST_EXIT();
+}
