@@ -1,0 +1,42 @@
+/* ref.h - the scalar reference kernels (quant/ref.c), internal to quant/.
+ *
+ * They are the source of truth: ISA kernels are tested against them and the
+ * traits table falls back to them.  Signatures match the function types in
+ * types.h.  n counts elements and must be a multiple of the block size. */
+#ifndef QLM_QT_REF_H
+#define QLM_QT_REF_H
+
+#include <stdint.h>
+
+#include "types.h"
+
+void qt_to_float_f32(const void *src, float *dst, int64_t n);
+void qt_to_float_f16(const void *src, float *dst, int64_t n);
+void qt_to_float_bf16(const void *src, float *dst, int64_t n);
+void qt_to_float_q4_0(const void *src, float *dst, int64_t n);
+void qt_to_float_q4_1(const void *src, float *dst, int64_t n);
+void qt_to_float_q5_0(const void *src, float *dst, int64_t n);
+void qt_to_float_q5_1(const void *src, float *dst, int64_t n);
+void qt_to_float_q8_0(const void *src, float *dst, int64_t n);
+void qt_to_float_q8_1(const void *src, float *dst, int64_t n);
+
+void qt_from_float_f32(const float *src, void *dst, int64_t n);
+void qt_from_float_f16(const float *src, void *dst, int64_t n);
+void qt_from_float_bf16(const float *src, void *dst, int64_t n);
+void qt_from_float_q4_0(const float *src, void *dst, int64_t n);
+void qt_from_float_q4_1(const float *src, void *dst, int64_t n);
+void qt_from_float_q5_0(const float *src, void *dst, int64_t n);
+void qt_from_float_q5_1(const float *src, void *dst, int64_t n);
+void qt_from_float_q8_0(const float *src, void *dst, int64_t n);
+void qt_from_float_q8_1(const float *src, void *dst, int64_t n);
+
+void qt_vec_dot_f32_f32(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_f16_f16(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_bf16_bf16(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_q4_0_q8_0(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_q4_1_q8_1(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_q5_0_q8_0(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_q5_1_q8_1(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_q8_0_q8_0(int n, float *s, const void *x, const void *y);
+
+#endif
