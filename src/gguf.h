@@ -72,14 +72,22 @@ typedef struct gguf_ctx {
     uint64_t n_tensors;
     gguf_tensor *tensors;
     uint64_t alignment;
-    uint64_t data_offset;  /* file offset of the data section */
+    uint64_t data_offset;  /* file offset of the data section (aligned; may
+                              lie past size in a file without tensors) */
     uint64_t id;           /* XXH3-64 of header + metadata + tensor table */
 } gguf_ctx;
 
 /* Maps and validates path. On failure returns QLM_ELOAD with a message
- * naming what is wrong ("tensor 'x': offset past end of file"). */
+ * naming the file and what is wrong ("m.gguf: tensor 'x': unknown type id
+ * 77"); QLM_ERUNTIME only when memory runs out.  Beyond the layout, files
+ * are refused for: versions other than 2 and 3, duplicate keys or tensor
+ * names, general.alignment not a uint32 power of two, keys over 65535 bytes,
+ * tensor names over 64, arrays nested over 8 deep, bools other than 0/1,
+ * more than 4 dims or a dim < 1, rows not a multiple of the type's block
+ * size, misaligned or overlapping tensor data. */
 int gguf_open(gguf_ctx **out, const char *path, qlm_err *err);
-/* Same over caller-owned memory that must outlive the context. */
+/* Same over caller-owned memory that must outlive the context (messages
+ * then start at what is wrong). */
 int gguf_open_mem(gguf_ctx **out, const void *buf, size_t size, qlm_err *err);
 void gguf_close(gguf_ctx *ctx);
 
@@ -96,7 +104,10 @@ bool gguf_get_str(const gguf_ctx *ctx, const char *key, gguf_str *out);
 /* Array of elements of type `elem` (GGUF_ARRAY values only). */
 const gguf_value *gguf_get_arr(const gguf_ctx *ctx, const char *key, gguf_vtype elem);
 
-/* Element i of a numeric/bool array value, widened; caller checks i < n. */
+/* Element i of a numeric/bool array value, widened; caller checks i < n
+ * (past the end, or on a string/array array, they return 0 and read
+ * nothing).  gguf_arr_i64 saturates uint64 above INT64_MAX and truncates
+ * floats toward zero, saturating. */
 int64_t gguf_arr_i64(const gguf_value *arr, uint64_t i);
 double gguf_arr_f64(const gguf_value *arr, uint64_t i);
 
@@ -118,12 +129,27 @@ void gguf_w_str(gguf_writer *w, const char *key, const char *v);
 /* Array of n strings / of n numeric elements of type elem (packed LE). */
 void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *v, uint64_t n);
 void gguf_w_arr(gguf_writer *w, const char *key, gguf_vtype elem, const void *data, uint64_t n);
+/* Any value, including nested arrays, laid out as the reader returns it
+ * (numeric array elements packed little-endian in arr.data), so metadata
+ * read from one file can be copied into another. */
+void gguf_w_value(gguf_writer *w, const char *key, const gguf_value *v);
 /* Adds a tensor; data (qt_row_size bytes) is copied. ne has n_dims entries. */
 void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type,
                    uint32_t n_dims, const int64_t *ne, const void *data);
-/* Writes a v3 file (alignment 32 unless general.alignment was set). */
+/* Same without the copy: data must stay valid until the file is written
+ * (for tools that write tensors bigger than they want to hold twice). */
+void gguf_w_tensor_ref(gguf_writer *w, const char *name, uint32_t type,
+                       uint32_t n_dims, const int64_t *ne, const void *data);
+/* The gguf_w_* calls above return nothing: the first misuse (duplicate key
+ * or tensor, bad shape, unknown type, out of memory) is kept and reported
+ * by gguf_w_save / gguf_w_to_mem, or here (QLM_OK while none). */
+int gguf_w_status(const gguf_writer *w, qlm_err *err);
+/* Writes a v3 file (alignment 32 unless general.alignment was set) through
+ * a temporary file in the same folder renamed over path, so a failed write
+ * never leaves a partial file.  Errors are QLM_ERUNTIME. */
 int gguf_w_save(gguf_writer *w, const char *path, qlm_err *err);
-/* Same into a malloc'd buffer (tests corrupt it before gguf_open_mem). */
+/* Same into a malloc'd buffer the caller frees (tests corrupt it before
+ * gguf_open_mem). */
 int gguf_w_to_mem(gguf_writer *w, void **buf, size_t *size, qlm_err *err);
 
 #endif
