@@ -239,8 +239,14 @@ static void check_batch_consistency(void)
     TEST_END();
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* Shell tests borrow the generator: test_model --write-tiny PATH */
+    if (argc == 3 && !strcmp(argv[1], "--write-tiny")) {
+        tiny_cfg cfg = tiny_default();
+        cfg.wtype = QT_Q8_0;
+        return tiny_write(argv[2], &cfg) ? 1 : 0;
+    }
     check_against_reference("forward_f32_vs_reference", QT_F32, 0, 1e-4);
     check_against_reference("forward_q8_0_tied_vs_reference", QT_Q8_0, 1, 0.05);
     check_against_reference("forward_q4_1_vs_reference", QT_Q4_1, 0, 0.08);
