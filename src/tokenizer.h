@@ -36,17 +36,19 @@ int32_t qlm_vocab_find(const qlm_vocab *v, const char *s);
 /* Tokenizes len bytes of text (need not be valid UTF-8, need not be
  * NUL-terminated).  add_special: prepend BOS / append EOS as the vocab's
  * flags say.  parse_special: text of control tokens ("<|im_start|>") maps
- * to those tokens; otherwise it is tokenized as plain text.
- * *ids is malloc'd (caller frees). */
+ * to those tokens; otherwise it is tokenized as plain text (user-defined
+ * tokens, like Hugging Face's added tokens, are matched either way).
+ * *ids is malloc'd (caller frees), non-NULL on success even when *n_ids
+ * is 0.  Malformed UTF-8 is not an error. */
 int qlm_tokenize(const qlm_vocab *v, const char *text, size_t len,
                  bool add_special, bool parse_special,
                  int32_t **ids, size_t *n_ids, qlm_err *err);
 
 /* The bytes token id stands for (byte-level BPE decoded, SentencePiece
- * "▁" turned to spaces, <0xNN> to the byte).  Control tokens give their
- * text only when render_special is true, else nothing.  Writes up to cap
- * bytes and returns the full length (like snprintf, but no NUL);
- * returns -1 for an out-of-range id. */
+ * "▁" turned to spaces, <0xNN> to the byte).  Control tokens (and the
+ * unknown token) give their text only when render_special is true, else
+ * nothing.  Writes up to cap bytes and returns the full length (like
+ * snprintf, but no NUL); returns -1 for an out-of-range id. */
 int qlm_token_to_piece(const qlm_vocab *v, int32_t id, char *buf, size_t cap,
                        bool render_special);
 
