@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Build the reference llama.cpp (CPU only) that tools/ref_greedy.py and the
+# comparison tests run against. Nothing from llama.cpp ever lands in this
+# repository: sources and build live under $QLM_REF_DIR.
+#
+# Idempotent: the sdist is unpacked once (re-unpacked only if the tarball
+# changes), cmake re-configures in place and make only rebuilds what changed.
+#
+# Environment:
+#   QLM_REF_DIR     cache dir for sources + build   (default ~/.cache/qlm/ref)
+#   QLM_REF_SDIST   llama-cpp-python sdist           (default ~/.cache/qlm/llama_cpp_python-0.3.36.tar.gz)
+#   QLM_REF_JOBS    parallel compile jobs            (default 2; the box has 2 cores shared with others)
+#   QLM_REF_TARGETS cmake targets to build           (default below)
+set -euo pipefail
+
+REF_DIR=${QLM_REF_DIR:-$HOME/.cache/qlm/ref}
+SDIST=${QLM_REF_SDIST:-$HOME/.cache/qlm/llama_cpp_python-0.3.36.tar.gz}
+JOBS=${QLM_REF_JOBS:-2}
+
+# In this llama.cpp version llama-cli is the chat front-end built on top of the
+# server library (slow to compile, needs LLAMA_BUILD_SERVER); the classic
+# one-shot CLI is llama-completion. `llama` is the shared libllama.so that
+# ref_greedy.py loads through ctypes.
+TARGETS=${QLM_REF_TARGETS:-llama llama-completion llama-bench llama-perplexity llama-tokenize llama-simple}
+
+if [ ! -f "$SDIST" ]; then
+    echo "error: sdist not found: $SDIST" >&2
+    exit 1
+fi
+
+mkdir -p "$REF_DIR"
+name=$(basename "$SDIST" .tar.gz)
+SRC_ROOT=$REF_DIR/$name
+LLAMA_SRC=$SRC_ROOT/vendor/llama.cpp
+BUILD=$REF_DIR/build-$name
+
+sdist_sum=$(sha256sum "$SDIST" | cut -d' ' -f1)
+stamp=$SRC_ROOT/.qlm-sdist-sha256
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sdist_sum" ]; then
+    echo "unpacking $SDIST -> $REF_DIR"
+    rm -rf "$SRC_ROOT" "$BUILD"
+    tar -xzf "$SDIST" -C "$REF_DIR"
+    echo "$sdist_sum" > "$stamp"
+fi
+
+# Server/app/UI are off: they are not needed for reference runs and the UI
+# target would try to fetch prebuilt assets from the network. OpenSSL is off
+# because nothing here downloads models. LLAMA_CURL is deprecated in this
+# version (ignored when OFF) but kept explicit for older trees.
+#
+# AMX is masked out of -march=native: on CPUs that report amx_tile but where
+# the kernel/VM does not grant the AMX register state, ggml's AMX Q4_1 kernel
+# dies with SIGILL on the first matmul; and where it does run, its tile
+# kernels accumulate differently from the AVX2/AVX-512 dot products that qlm
+# is compared with, so fixtures would depend on the host. GCC lets explicit -mno-* win over -march regardless of order.
+NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+t0=$(date +%s)
+nice -n 10 cmake -S "$LLAMA_SRC" -B "$BUILD" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=ON \
+    -DGGML_NATIVE=ON \
+    -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+    -DCMAKE_C_FLAGS="$NO_AMX" -DCMAKE_CXX_FLAGS="$NO_AMX" \
+    -DLLAMA_CURL=OFF \
+    -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_SERVER=OFF \
+    -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_BUILD_UI=OFF \
+    > "$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log" >&2; exit 1; }
+
+# shellcheck disable=SC2086
+nice -n 10 cmake --build "$BUILD" --config Release -j "$JOBS" --target $TARGETS
+t1=$(date +%s)
+
+commit=$(git -C "$LLAMA_SRC" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+echo
+echo "llama.cpp commit $commit ($name), build took $((t1 - t0)) s"
+echo "source:    $LLAMA_SRC"
+echo "python:    $SRC_ROOT/llama_cpp"
+echo "libllama:  $BUILD/bin/libllama.so   (export LLAMA_CPP_LIB_PATH=$BUILD/bin)"
+echo "binaries:"
+for t in $TARGETS; do
+    [ "$t" = llama ] && continue
+    if [ -x "$BUILD/bin/$t" ]; then echo "  $BUILD/bin/$t"; else echo "  (missing) $t"; fi
+done
