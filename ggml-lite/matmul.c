@@ -18,11 +18,12 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
     const void *xq = x;
     size_t xq_row = (size_t)n_in * sizeof(float);
     if (tr->vec_dot_type != QT_F32) {
-        if (!act || !act->from_float) return -1;
+        qt_from_float_fn quantize = act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
+        if (!quantize) return -1;
         xq_row = qt_row_size(tr->vec_dot_type, n_in);
         #pragma omp parallel for schedule(static) if (n_tokens > 1)
         for (int t = 0; t < n_tokens; t++)
-            act->from_float(x + (int64_t)t * n_in, (uint8_t *)scratch + (size_t)t * xq_row, n_in);
+            quantize(x + (int64_t)t * n_in, (uint8_t *)scratch + (size_t)t * xq_row, n_in);
         xq = scratch;
     }
     /* Rows outermost: each weight row is streamed once and reused across

@@ -1,4 +1,5 @@
 #include "ggml-lite/ops.h"
+#include "ggml-lite/vec.h"
 
 #include <math.h>
 #include <string.h>
@@ -8,8 +9,8 @@ void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n,
     for (int t = 0; t < n_tokens; t++) {
         const float *xr = x + (int64_t)t * n;
         float *o = out + (int64_t)t * n;
-        double ss = 0.0;
-        for (int i = 0; i < n; i++) ss += (double)xr[i] * xr[i];
+        double ss = 0.0; /* float squares summed in double, as ggml does */
+        for (int i = 0; i < n; i++) ss += (double)(xr[i] * xr[i]);
         const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
         for (int i = 0; i < n; i++) o[i] = xr[i] * scale * w[i];
     }
@@ -35,12 +36,15 @@ void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int h
         }
         for (int h = 0; h < n_head; h++) {
             float *v = x + ((int64_t)t * n_head + h) * head_dim;
+            /* As llama.cpp's compiled rotate loop rounds: the cos product
+             * is fused into the first output and the sin product into the
+             * second, the other product rounded first. */
             for (int i = 0; i < half; i++) {
                 const int a = r->neox ? i : 2 * i;
                 const int b = r->neox ? i + half : 2 * i + 1;
-                const float x0 = v[a], x1 = v[b];
-                v[a] = x0 * cs[i][0] - x1 * cs[i][1];
-                v[b] = x0 * cs[i][1] + x1 * cs[i][0];
+                const float x0 = v[a], x1 = v[b], c = cs[i][0], sn = cs[i][1];
+                v[a] = fmaf(x0, c, -(x1 * sn));
+                v[b] = fmaf(x0, sn, x1 * c);
             }
         }
     }
@@ -48,8 +52,11 @@ void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int h
 
 void gl_swiglu(float *g, const float *u, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++)
-        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    /* ggml_vec_swiglu_f32: vector exp on 16-wide chunks, libm on the tail */
+    int64_t i = 0;
+    for (; i + 15 < n; i += 16)
+        for (int l = 0; l < 16; l++) g[i + l] = g[i + l] / (1.0f + gl_expf(0.0f - g[i + l])) * u[i + l];
+    for (; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 void gl_add(float *y, const float *x, int64_t n)

@@ -361,98 +361,141 @@ void qt_to_float_q8_1(const void *src, float *dst, int64_t n) {
     }
 }
 
-/* ---- dot products: integer sum per block, then scale in float ----------
- * The order of the float multiplies differs between ggml's kernels; each is
- * kept as ggml writes it so results match llama.cpp's scalar path. */
+/* ---- dot products: llama.cpp's x86 summation order --------------------
+ * The models we run are chaotic at the level of rounding: one ulp in an
+ * attention score flips roundings of the next layer's 8-bit activations
+ * and moves final logits by a tenth.  Token-for-token agreement with
+ * llama.cpp therefore needs its exact float order, which on x86 is: per
+ * block, 8 integer lanes each summing 4 consecutive products, converted to
+ * float and accumulated with FMA as acc[k] = d * lane[k] + acc[k]
+ * (d = dx * dy rounded once); at the end the lanes are summed pairwise,
+ * ((0+4)+(2+6)) + ((1+5)+(3+7)); the min term of the _1 types is a
+ * separate scalar FMA chain added last.  The SIMD kernels do the same
+ * operations, so every ISA level gives identical bits. */
+
+float qt_hsum8(const float a[8])
+{
+    const float t0 = a[0] + a[4], t1 = a[1] + a[5], t2 = a[2] + a[6], t3 = a[3] + a[7];
+    const float u0 = t0 + t2, u1 = t1 + t3;
+    return u0 + u1;
+}
+
+static void lanes_acc(float acc[8], float d, const int8_t xq[32], const int8_t yq[32])
+{
+    for (int k = 0; k < 8; k++) {
+        int32_t l = 0;
+        for (int j = 4 * k; j < 4 * k + 4; j++)
+            l += (int32_t)xq[j] * yq[j];
+        acc[k] = fmaf(d, (float)l, acc[k]);
+    }
+}
+
+/* Unpacks 32 weights of a 4/5-bit block into signed bytes in element order. */
+static void unpack_nibbles(const uint8_t qs[16], int off, uint32_t qh, int hbit, int8_t out[32])
+{
+    for (int j = 0; j < 16; j++) {
+        int lo = qs[j] & 0x0f, hi = qs[j] >> 4;
+        if (hbit) {
+            lo |= (int)((qh >> j) & 1u) << 4;
+            hi |= (int)((qh >> (j + 16)) & 1u) << 4;
+        }
+        out[j] = (int8_t)(lo - off);
+        out[j + 16] = (int8_t)(hi - off);
+    }
+}
 
 void qt_vec_dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     const qt_block_q4_0 *x = vx;
     const qt_block_q8_0 *y = vy;
-    float sumf = 0.0f;
+    float acc[8] = {0};
+    int8_t w[32];
     for (int i = 0; i < n / QT_QK8_0; i++) {
-        int sumi = 0;
-        for (int j = 0; j < QT_QK8_0 / 2; j++) {
-            sumi += ((x[i].qs[j] & 0x0f) - 8) * y[i].qs[j];
-            sumi += ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + QT_QK8_0 / 2];
-        }
-        const float t = (float)sumi * qt_f16_to_f32(x[i].d) * qt_f16_to_f32(y[i].d);
-        sumf += t;
+        unpack_nibbles(x[i].qs, 8, 0, 0, w);
+        lanes_acc(acc, qt_f16_to_f32(x[i].d) * qt_f16_to_f32(y[i].d), w, y[i].qs);
     }
-    *s = sumf;
+    *s = qt_hsum8(acc);
 }
 
 void qt_vec_dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy) {
     const qt_block_q4_1 *x = vx;
     const qt_block_q8_1 *y = vy;
-    float sumf = 0.0f;
+    float acc[8] = {0}, summs = 0.0f;
+    int8_t w[32];
     for (int i = 0; i < n / QT_QK8_1; i++) {
-        int sumi = 0;
-        for (int j = 0; j < QT_QK8_1 / 2; j++) {
-            sumi += (x[i].qs[j] & 0x0f) * y[i].qs[j];
-            sumi += (x[i].qs[j] >> 4) * y[i].qs[j + QT_QK8_1 / 2];
-        }
-        const float dd = qt_f16_to_f32(x[i].d) * qt_f16_to_f32(y[i].d);
-        const float t0 = dd * (float)sumi;
-        const float t1 = qt_f16_to_f32(x[i].m) * qt_f16_to_f32(y[i].s);
-        const float t = t0 + t1;
-        sumf += t;
+        summs = fmaf(qt_f16_to_f32(x[i].m), qt_f16_to_f32(y[i].s), summs);
+        unpack_nibbles(x[i].qs, 0, 0, 0, w);
+        lanes_acc(acc, qt_f16_to_f32(x[i].d) * qt_f16_to_f32(y[i].d), w, y[i].qs);
     }
-    *s = sumf;
+    *s = qt_hsum8(acc) + summs;
 }
 
 void qt_vec_dot_q5_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     const qt_block_q5_0 *x = vx;
     const qt_block_q8_0 *y = vy;
-    float sumf = 0.0f;
+    float acc[8] = {0};
+    int8_t w[32];
     for (int i = 0; i < n / QT_QK8_0; i++) {
-        const uint32_t qh = load_qh(x[i].qh);
-        int sumi = 0;
-        for (int j = 0; j < QT_QK8_0 / 2; j++) {
-            const int h0 = (int)((qh >> j) & 1u) << 4;
-            const int h1 = (int)((qh >> (j + QT_QK8_0 / 2)) & 1u) << 4;
-            sumi += (((x[i].qs[j] & 0x0f) | h0) - 16) * y[i].qs[j];
-            sumi += (((x[i].qs[j] >> 4) | h1) - 16) * y[i].qs[j + QT_QK8_0 / 2];
-        }
-        const float dd = qt_f16_to_f32(x[i].d) * qt_f16_to_f32(y[i].d);
-        const float t = dd * (float)sumi;
-        sumf += t;
+        unpack_nibbles(x[i].qs, 16, load_qh(x[i].qh), 1, w);
+        lanes_acc(acc, qt_f16_to_f32(x[i].d) * qt_f16_to_f32(y[i].d), w, y[i].qs);
     }
-    *s = sumf;
+    *s = qt_hsum8(acc);
 }
 
 void qt_vec_dot_q5_1_q8_1(int n, float *s, const void *vx, const void *vy) {
     const qt_block_q5_1 *x = vx;
     const qt_block_q8_1 *y = vy;
-    float sumf = 0.0f;
+    float acc[8] = {0}, summs = 0.0f;
+    int8_t w[32];
     for (int i = 0; i < n / QT_QK8_1; i++) {
-        const uint32_t qh = load_qh(x[i].qh);
-        int sumi = 0;
-        for (int j = 0; j < QT_QK8_1 / 2; j++) {
-            const int h0 = (int)((qh >> j) & 1u) << 4;
-            const int h1 = (int)((qh >> (j + QT_QK8_1 / 2)) & 1u) << 4;
-            sumi += ((x[i].qs[j] & 0x0f) | h0) * y[i].qs[j];
-            sumi += ((x[i].qs[j] >> 4) | h1) * y[i].qs[j + QT_QK8_1 / 2];
-        }
-        const float dd = qt_f16_to_f32(x[i].d) * qt_f16_to_f32(y[i].d);
-        const float t0 = dd * (float)sumi;
-        const float t1 = qt_f16_to_f32(x[i].m) * qt_f16_to_f32(y[i].s);
-        const float t = t0 + t1;
-        sumf += t;
+        summs = fmaf(qt_f16_to_f32(x[i].m), qt_f16_to_f32(y[i].s), summs);
+        unpack_nibbles(x[i].qs, 0, load_qh(x[i].qh), 1, w);
+        lanes_acc(acc, qt_f16_to_f32(x[i].d) * qt_f16_to_f32(y[i].d), w, y[i].qs);
     }
-    *s = sumf;
+    *s = qt_hsum8(acc) + summs;
 }
 
 void qt_vec_dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     const qt_block_q8_0 *x = vx;
     const qt_block_q8_0 *y = vy;
-    float sumf = 0.0f;
-    for (int i = 0; i < n / QT_QK8_0; i++) {
-        int sumi = 0;
-        for (int j = 0; j < QT_QK8_0; j++)
-            sumi += x[i].qs[j] * y[i].qs[j];
-        const float dd = qt_f16_to_f32(x[i].d) * qt_f16_to_f32(y[i].d);
-        const float t = (float)sumi * dd;
-        sumf += t;
+    float acc[8] = {0};
+    for (int i = 0; i < n / QT_QK8_0; i++)
+        lanes_acc(acc, qt_f16_to_f32(x[i].d) * qt_f16_to_f32(y[i].d), x[i].qs, y[i].qs);
+    *s = qt_hsum8(acc);
+}
+
+/* ---- activation quantizers: llama.cpp's x86 rounding ---------------------
+ * Weights are quantized like ggml's reference (qt_from_float_q8_0), but the
+ * activations llama.cpp feeds its dot products come from its SIMD
+ * quantizer, which scales by 127/amax (not 1/d) and rounds half to even. */
+static float quantize_act_block(const float *x, int8_t *qs) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        const float a = fabsf(x[j]);
+        amax = amax > a ? amax : a;
     }
-    *s = sumf;
+    const float d = amax / 127.f;
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+    for (int j = 0; j < 32; j++) {
+        float v = nearbyintf(x[j] * id);
+        v = v > 127.f ? 127.f : v < -128.f ? -128.f : v; /* NaN-free inputs never clip */
+        qs[j] = (int8_t)v;
+    }
+    return d;
+}
+
+void qt_quantize_act_q8_0(const float *src, void *dst, int64_t n) {
+    qt_block_q8_0 *y = dst;
+    for (int64_t i = 0; i < n / QT_QK8_0; i++)
+        y[i].d = qt_f32_to_f16(quantize_act_block(src + i * QT_QK8_0, y[i].qs));
+}
+
+void qt_quantize_act_q8_1(const float *src, void *dst, int64_t n) {
+    qt_block_q8_1 *y = dst;
+    for (int64_t i = 0; i < n / QT_QK8_1; i++) {
+        const float d = quantize_act_block(src + i * QT_QK8_1, y[i].qs);
+        int sum = 0;
+        for (int j = 0; j < QT_QK8_1; j++) sum += y[i].qs[j];
+        y[i].d = qt_f32_to_f16(d);
+        y[i].s = qt_f32_to_f16(d * (float)sum);
+    }
 }

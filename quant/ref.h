@@ -39,4 +39,10 @@ void qt_vec_dot_q5_0_q8_0(int n, float *s, const void *x, const void *y);
 void qt_vec_dot_q5_1_q8_1(int n, float *s, const void *x, const void *y);
 void qt_vec_dot_q8_0_q8_0(int n, float *s, const void *x, const void *y);
 
+/* Activation quantizers with llama.cpp's x86 rounding (see ref.c). */
+void qt_quantize_act_q8_0(const float *src, void *dst, int64_t n);
+void qt_quantize_act_q8_1(const float *src, void *dst, int64_t n);
+/* ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)): the x86 8-lane horizontal sum. */
+float qt_hsum8(const float a[8]);
+
 #endif

@@ -66,6 +66,9 @@ typedef struct qt_traits {
     qt_from_float_fn from_float; /* NULL: cannot quantize yet */
     qt_vec_dot_fn vec_dot;       /* NULL: no dot product yet */
     qt_type vec_dot_type;        /* activation type vec_dot expects for y */
+    /* Activation types only: how matmul quantizes activations (rounding as
+     * llama.cpp's x86 kernels do); NULL: use from_float. */
+    qt_from_float_fn quantize_act;
 } qt_traits;
 
 /* Row for a type id, or NULL if the id is outside the table or unused.

@@ -13,6 +13,7 @@
 #include "ggml-lite/matmul.h"
 #include "ggml-lite/ops.h"
 #include "ggml-lite/threads.h"
+#include "ggml-lite/vec.h"
 
 struct qlm_ctx {
     const qlm_model *m;
@@ -98,12 +99,21 @@ const float *qlm_logits(const qlm_ctx *c, int i)
 }
 
 /* Causal attention of each batch token over the cells its sequence sees,
- * grouped-query: query head h reads KV head h / (n_head / n_head_kv). */
+ * grouped-query: query head h reads KV head h / (n_head / n_head_kv).
+ *
+ * The arithmetic follows llama.cpp's CPU graph without flash attention,
+ * because tiny rounding differences change greedy tokens: scores over a
+ * window of n_kv cells (the used range padded to 256, as its cache does),
+ * ggml's dot-product order for q.k, its softmax, and for p.v the tinyBLAS
+ * order when several tokens are processed at once, ggml's vec_dot order
+ * for a single token.  Masked cells contribute exact zeros. */
 static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
 {
     const qlm_hparams *hp = &c->m->hp;
     const int D = hp->head_dim, H = hp->n_head, group = hp->n_head / hp->n_head_kv;
-    const int QD = H * D, n_top = c->kv.n_top;
+    const int QD = H * D, KD = c->kv.kv_dim;
+    int n_kv = (c->kv.n_top + 255) / 256 * 256;
+    if (n_kv > c->kv.n_ctx) n_kv = c->kv.n_ctx;
     const float scale = 1.0f / sqrtf((float)D);
     #pragma omp parallel for collapse(2) schedule(static)
     for (int t = 0; t < T; t++) {
@@ -111,24 +121,24 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
             float *s = c->scores + (size_t)omp_get_thread_num() * c->kv.n_ctx;
             const float *q = c->q + (size_t)t * QD + (size_t)h * D;
             const int kvo = (h / group) * D;
-            for (int j = 0; j < n_top; j++) {
-                if (!qlm_kv_visible(&c->kv, j, seq[t], pos[t])) {
+            int last = -1;
+            for (int j = 0; j < n_kv; j++) {
+                if (j >= c->kv.n_top || !qlm_kv_visible(&c->kv, j, seq[t], pos[t])) {
                     s[j] = -INFINITY;
                     continue;
                 }
-                const float *k = qlm_kv_k(&c->kv, layer, j) + kvo;
-                float dot = 0.0f;
-                for (int d = 0; d < D; d++) dot += q[d] * k[d];
-                s[j] = dot * scale;
+                s[j] = gl_dot_f32(D, qlm_kv_k(&c->kv, layer, j) + kvo, 1, q) * scale;
+                last = j;
             }
-            gl_softmax(s, n_top);
+            gl_softmax_ggml(s, n_kv);
             float *o = c->att + (size_t)t * QD + (size_t)h * D;
-            memset(o, 0, sizeof *o * (size_t)D);
-            for (int j = 0; j < n_top; j++) {
-                if (s[j] == 0.0f) continue;
-                const float *v = qlm_kv_v(&c->kv, layer, j) + kvo;
-                for (int d = 0; d < D; d++) o[d] += s[j] * v[d];
-            }
+            const float *v0 = qlm_kv_v(&c->kv, layer, 0) + kvo;
+            /* Cells past the last visible one hold zero weight; they are
+             * left out so that unwritten cache memory is never read. */
+            const int n_read = last < 0 ? 0 : (T > 1 ? (last / 16 + 1) * 16 : (last / 64 + 1) * 64);
+            const int n_dot = n_read < n_kv ? n_read : n_kv;
+            for (int d = 0; d < D; d++)
+                o[d] = T > 1 ? gl_dot_f32_tile16(n_dot, v0 + d, KD, s) : gl_dot_f32(n_dot, v0 + d, KD, s);
         }
     }
 }

@@ -10,8 +10,8 @@ int qlm_kv_init(qlm_kv *kv, int n_layer, int n_ctx, int kv_dim, qlm_err *err)
     kv->n_layer = n_layer;
     kv->n_ctx = n_ctx;
     kv->kv_dim = kv_dim;
-    kv->k = malloc(n * sizeof(float));
-    kv->v = malloc(n * sizeof(float));
+    kv->k = calloc(n, sizeof(float)); /* finite even where never written */
+    kv->v = calloc(n, sizeof(float));
     kv->pos = malloc((size_t)n_ctx * sizeof *kv->pos);
     kv->seqs = malloc((size_t)n_ctx * sizeof *kv->seqs);
     if (!kv->k || !kv->v || !kv->pos || !kv->seqs) {
