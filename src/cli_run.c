@@ -45,7 +45,8 @@ static void run_usage(FILE *f)
         "  -m, --model FILE        GGUF model\n"
         "  -p, --prompt TEXT       prompt text\n"
         "  -f, --file FILE         read the prompt from FILE\n"
-        "                          (with neither, the prompt is standard input, read to EOF)\n"
+        "                          (with neither, the prompt is standard input, read to EOF;\n"
+        "                          one trailing newline of a file or stdin is dropped)\n"
         "  -n, --n-predict N       tokens to generate (default -1: until end of text or context)\n"
         "  -c, --ctx-size N        context size in tokens (default min(4096, training context))\n"
         "  -t, --threads N         threads (default: physical cores)\n"
@@ -146,6 +147,14 @@ static char *slurp(FILE *f, size_t *len)
     return buf;
 }
 
+/* Like llama.cpp's -f: one trailing newline (what `echo` and editors
+ * add) is not part of the prompt. */
+static int strip_newline(char *text, size_t *len)
+{
+    if (*len && text[*len - 1] == '\n') (*len)--;
+    return 0;
+}
+
 static int read_prompt(const run_opts *o, char **text, size_t *len)
 {
     if (o->prompt) {
@@ -159,14 +168,16 @@ static int read_prompt(const run_opts *o, char **text, size_t *len)
         *text = slurp(f, len);
         int e = errno;
         fclose(f);
-        return *text ? 0 : qlm_cli_error(QLM_ELOAD, "cannot read prompt file %s: %s", o->prompt_file, strerror(e));
+        return *text ? strip_newline(*text, len)
+                     : qlm_cli_error(QLM_ELOAD, "cannot read prompt file %s: %s", o->prompt_file, strerror(e));
     }
     /* A script never waits at an interactive prompt: with a terminal on
      * stdin and no -p/-f there is nothing to read. */
     if (isatty(STDIN_FILENO))
         return qlm_cli_error(QLM_EUSAGE, "no prompt: use -p TEXT, -f FILE or pipe text on stdin");
     *text = slurp(stdin, len);
-    return *text ? 0 : qlm_cli_error(QLM_ELOAD, "cannot read the prompt from stdin: %s", strerror(errno));
+    return *text ? strip_newline(*text, len)
+                 : qlm_cli_error(QLM_ELOAD, "cannot read the prompt from stdin: %s", strerror(errno));
 }
 
 typedef struct out_state {

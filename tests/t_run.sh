@@ -2,7 +2,7 @@
 # qlm run as scripts use it: stdout is only the generated text, errors are
 # one line with the documented exit code, nothing waits on stdin.
 BUILD=${1:-build}
-QLM=./qlm
+QLM=${QLM:-./qlm}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$BUILD/tests/test_model" --write-tiny "$tmp/tiny.gguf" || { echo "FAIL run_setup: cannot write tiny model"; exit 1; }
 M="$tmp/tiny.gguf"
