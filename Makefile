@@ -25,9 +25,14 @@ DEFAULT_MODEL = models/SmolLM2-135M-Instruct.Q4_1.gguf
 all: qlm
 
 # Only quant's ISA files get -m flags; each is compiled for its own ISA and
-# chosen at run time, so one build runs on any x86-64 CPU.
+# chosen at run time, so one build runs on any x86-64 CPU.  Elsewhere those
+# files compile to nothing and get no x86 flags.  No -mavx512vnni/-mavxvnni:
+# the VNNI kernels issue vpdpbusd themselves, so the compiler can never put
+# it in the plain sets.
+ifneq ($(filter x86_64-%,$(shell $(CC) -dumpmachine)),)
 $(BUILD)/quant/x86_avx2.o:   ISAFLAGS = -mavx2 -mfma -mf16c
-$(BUILD)/quant/x86_avx512.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c
+$(BUILD)/quant/x86_avx512.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+endif
 
 $(BUILD)/%.o: %.c | setup
 	@mkdir -p $(dir $@)

@@ -10,12 +10,16 @@
  * shape.  Integer and F64 rows have no dot product and name themselves. */
 #include "types.h"
 
+#include <pthread.h>
+#include <string.h>
+
 #include "blocks.h"
+#include "cpu.h"
 #include "ref.h"
 
 #define ROW(id, nm, bs, ts, vdt) [id] = { .name = nm, .block_size = bs, .type_size = ts, .vec_dot_type = vdt }
 
-static const qt_traits table[QT_COUNT] = {
+static const qt_traits ref_table[QT_COUNT] = {
     [QT_F32] = { "f32", 1, 4, qt_to_float_f32, qt_from_float_f32, qt_vec_dot_f32_f32, QT_F32 },
     [QT_F16] = { "f16", 1, 2, qt_to_float_f16, qt_from_float_f16, qt_vec_dot_f16_f16, QT_F16 },
     [QT_BF16] = { "bf16", 1, 2, qt_to_float_bf16, qt_from_float_bf16, qt_vec_dot_bf16_bf16, QT_BF16 },
@@ -28,10 +32,10 @@ static const qt_traits table[QT_COUNT] = {
     [QT_Q5_1] = { "q5_1", QT_QK5_1, sizeof(qt_block_q5_1), qt_to_float_q5_1, qt_from_float_q5_1,
                   qt_vec_dot_q5_1_q8_1, QT_Q8_1 },
     [QT_Q8_0] = { "q8_0", QT_QK8_0, sizeof(qt_block_q8_0), qt_to_float_q8_0, qt_from_float_q8_0,
-                  qt_vec_dot_q8_0_q8_0, QT_Q8_0 },
+                  qt_vec_dot_q8_0_q8_0, QT_Q8_0, qt_quantize_act_q8_0 },
     /* An activation type only: ggml has no Q8_1 weight dot either. */
     [QT_Q8_1] = { "q8_1", QT_QK8_1, sizeof(qt_block_q8_1), qt_to_float_q8_1, qt_from_float_q8_1,
-                  NULL, QT_Q8_1 },
+                  NULL, QT_Q8_1, qt_quantize_act_q8_1 },
 
     ROW(QT_Q2_K, "q2_k", QT_QK_K, sizeof(qt_block_q2_K), QT_Q8_K),
     ROW(QT_Q3_K, "q3_k", QT_QK_K, sizeof(qt_block_q3_K), QT_Q8_K),
@@ -64,7 +68,29 @@ static const qt_traits table[QT_COUNT] = {
     ROW(QT_MXFP4, "mxfp4", 32, 1 + 16, QT_Q8_0),
 };
 
+/* The rows handed out: ref_table with the chosen ISA's kernels patched in
+ * once, before the first qt_get returns, so callers always see one
+ * consistent set.  Only rows that already have a reference function take a
+ * kernel: an ISA table cannot make a type computable that the reference
+ * cannot check. */
+static qt_traits table[QT_COUNT];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void patch_table(void) {
+    memcpy(table, ref_table, sizeof table);
+    const qt_kernels *k = qt_isa_kernels(qt_isa_active());
+    for (int t = 0; t < QT_COUNT; t++) {
+        if (table[t].vec_dot && k->vec_dot[t])
+            table[t].vec_dot = k->vec_dot[t];
+        if (table[t].from_float && k->from_float[t])
+            table[t].from_float = k->from_float[t];
+        if (table[t].quantize_act && k->quantize_act[t])
+            table[t].quantize_act = k->quantize_act[t];
+    }
+}
+
 const qt_traits *qt_get(uint32_t type) {
+    pthread_once(&table_once, patch_table);
     if (type >= QT_COUNT || table[type].name == NULL)
         return NULL;
     return &table[type];

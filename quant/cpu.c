@@ -1,0 +1,76 @@
+/* cpu.c - CPU feature detection (CPUID, XGETBV), done once per process.
+ *
+ * Bit positions are from the Intel SDM, vol. 2A, CPUID and XGETBV; AMD uses
+ * the same ones for these features. */
+#include "cpu.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+static qt_cpu_features features;
+static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+
+#if defined(__x86_64__)
+
+/* XGETBV raises #UD unless CPUID.1:ECX.OSXSAVE is set, so callers check
+ * that first.  Inline asm rather than _xgetbv() keeps this file free of
+ * -m flags and intrinsics (rule 2). */
+static uint64_t read_xcr0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
+
+static bool bit(unsigned reg, int n) {
+    return (reg >> n) & 1u;
+}
+
+static void detect(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return;
+    /* Without OS-enabled YMM state even AVX faults, so nothing is usable. */
+    if (!bit(c, 27) || !bit(c, 28)) /* OSXSAVE, AVX */
+        return;
+    const uint64_t xcr0 = read_xcr0();
+    const bool os_ymm = (xcr0 & 0x06) == 0x06; /* XMM and YMM halves */
+    /* Opmask, upper halves of ZMM0-15 and all of ZMM16-31. */
+    const bool os_zmm = os_ymm && (xcr0 & 0xe0) == 0xe0;
+    if (!os_ymm)
+        return;
+    const bool fma = bit(c, 12), f16c = bit(c, 29);
+
+    unsigned max_sub = 0, b7 = 0, c7 = 0, a71 = 0;
+    if (__get_cpuid_count(7, 0, &max_sub, &b7, &c7, &d))
+        if (max_sub >= 1 && !__get_cpuid_count(7, 1, &a71, &b, &c, &d))
+            a71 = 0;
+
+    features.fma = fma;
+    features.f16c = f16c;
+    features.avx2 = bit(b7, 5);
+    features.avxvnni = bit(a71, 4);
+    if (os_zmm) {
+        features.avx512f = bit(b7, 16);
+        features.avx512dq = bit(b7, 17);
+        features.avx512bw = bit(b7, 30);
+        features.avx512vl = bit(b7, 31);
+        features.avx512vnni = bit(c7, 11);
+        features.avx512bf16 = bit(a71, 5);
+    }
+}
+
+#else
+
+static void detect(void) {
+}
+
+#endif
+
+const qt_cpu_features *qt_cpu(void) {
+    pthread_once(&features_once, detect);
+    return &features;
+}

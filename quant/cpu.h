@@ -1,0 +1,83 @@
+/* cpu.h - what this CPU can run, and the kernel table of each ISA level.
+ *
+ * quant/cpu.c fills the feature table once (CPUID and XGETBV); it is the one
+ * piece of global mutable state in qlm, written before anything reads it.
+ * quant/dispatch.c picks the best level the CPU and OS support, and
+ * quant/types.c patches the traits table with that level's kernels, so
+ * callers never see this header unless they want to (tests, `qlm --version`).
+ *
+ * A level's table holds only the kernels it speeds up; a NULL entry means
+ * "the scalar reference is used".  Every kernel obeys the contract of the
+ * reference it replaces (quant/ref.h): quantizers give the same bytes, dot
+ * products the same value up to the order of float additions. */
+#ifndef QLM_QT_CPU_H
+#define QLM_QT_CPU_H
+
+#include <stdbool.h>
+
+#include "types.h"
+
+/* Each flag is true only when the CPU has the instructions AND the OS saves
+ * their registers on a context switch (XCR0); either alone is not enough to
+ * run them. */
+typedef struct qt_cpu_features {
+    bool avx2, fma, f16c;                      /* Haswell, Zen 1 */
+    bool avx512f, avx512bw, avx512vl, avx512dq; /* Skylake-X, Zen 4 */
+    bool avx512vnni;                           /* Cascade Lake, Ice Lake, Zen 4 */
+    bool avxvnni;                              /* VEX-coded VNNI: Alder Lake */
+    bool avx512bf16;                           /* detected for later kernels */
+} qt_cpu_features;
+
+/* The features of the running CPU; all false off x86-64. Thread-safe. */
+const qt_cpu_features *qt_cpu(void);
+
+/* Kernel sets from slowest to fastest; dispatch takes the last one the CPU
+ * supports.  The _VNNI sets are the same level with vpdpbusd for the byte
+ * products, so QLM_ISA names levels, not sets. */
+typedef enum qt_isa {
+    QT_ISA_SCALAR,
+    QT_ISA_AVX2,
+    QT_ISA_AVX2_VNNI,
+    QT_ISA_AVX512,
+    QT_ISA_AVX512_VNNI,
+    QT_ISA_COUNT
+} qt_isa;
+
+typedef struct qt_kernels {
+    const char *name; /* "avx512-vnni", as qt_isa_name reports it */
+    qt_vec_dot_fn vec_dot[QT_COUNT];       /* by weight type */
+    qt_from_float_fn from_float[QT_COUNT]; /* by type quantized to */
+    qt_from_float_fn quantize_act[QT_COUNT]; /* likewise (qt_traits) */
+} qt_kernels;
+
+/* ---- dispatch.c --------------------------------------------------------- */
+
+/* The kernels of one set, or NULL when this build has none for it (the x86
+ * sets on other architectures).  QT_ISA_SCALAR's table is the reference. */
+const qt_kernels *qt_isa_kernels(qt_isa isa);
+
+/* Whether `cpu` can run `isa`'s kernels and this build has them. */
+bool qt_isa_supported(const qt_cpu_features *cpu, qt_isa isa);
+
+/* The set to use on `cpu`: the fastest supported one at or below the level
+ * `request` names ("scalar", "avx2", "avx512"; NULL or anything else: no
+ * cap).  A request above what the CPU has gives the best it does have, so
+ * the answer is always safe to run. */
+qt_isa qt_isa_choose(const qt_cpu_features *cpu, const char *request);
+
+/* The set chosen for this process from qt_cpu() and env QLM_ISA, once. */
+qt_isa qt_isa_active(void);
+
+/* Its name, for `qlm --version` and benchmarks. */
+const char *qt_isa_name(void);
+
+/* ---- the ISA files (x86-64 builds only) --------------------------------- */
+
+#if defined(__x86_64__)
+extern const qt_kernels qt_kernels_avx2;
+extern const qt_kernels qt_kernels_avx2_vnni;
+extern const qt_kernels qt_kernels_avx512;
+extern const qt_kernels qt_kernels_avx512_vnni;
+#endif
+
+#endif

@@ -1,0 +1,108 @@
+/* dispatch.c - which kernel set this process runs, chosen once.
+ *
+ * The choice needs both the CPU's features and the build's tables: an x86
+ * set is only offered where its file was compiled, so an aarch64 build asks
+ * for nothing it lacks.  QLM_ISA can only lower the level (for comparisons
+ * and for working around a suspect kernel), never raise it past the CPU. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "ref.h"
+
+static const qt_kernels scalar_kernels = {
+    .name = "scalar",
+    .vec_dot = {
+        [QT_F32] = qt_vec_dot_f32_f32,
+        [QT_F16] = qt_vec_dot_f16_f16,
+        [QT_BF16] = qt_vec_dot_bf16_bf16,
+        [QT_Q4_0] = qt_vec_dot_q4_0_q8_0,
+        [QT_Q4_1] = qt_vec_dot_q4_1_q8_1,
+        [QT_Q5_0] = qt_vec_dot_q5_0_q8_0,
+        [QT_Q5_1] = qt_vec_dot_q5_1_q8_1,
+        [QT_Q8_0] = qt_vec_dot_q8_0_q8_0,
+    },
+    .from_float = {
+        [QT_Q8_0] = qt_from_float_q8_0,
+        [QT_Q8_1] = qt_from_float_q8_1,
+    },
+    .quantize_act = {
+        [QT_Q8_0] = qt_quantize_act_q8_0,
+        [QT_Q8_1] = qt_quantize_act_q8_1,
+    },
+};
+
+const qt_kernels *qt_isa_kernels(qt_isa isa) {
+    switch (isa) {
+    case QT_ISA_SCALAR:
+        return &scalar_kernels;
+#if defined(__x86_64__)
+    case QT_ISA_AVX2:
+        return &qt_kernels_avx2;
+    case QT_ISA_AVX2_VNNI:
+        return &qt_kernels_avx2_vnni;
+    case QT_ISA_AVX512:
+        return &qt_kernels_avx512;
+    case QT_ISA_AVX512_VNNI:
+        return &qt_kernels_avx512_vnni;
+#endif
+    default:
+        return NULL;
+    }
+}
+
+bool qt_isa_supported(const qt_cpu_features *cpu, qt_isa isa) {
+    if (qt_isa_kernels(isa) == NULL)
+        return false;
+    /* The AVX-512 file is compiled with -mfma -mf16c and may use AVX2
+     * forms too, so each level includes the one below. */
+    const bool avx2 = cpu->avx2 && cpu->fma && cpu->f16c;
+    const bool avx512 = avx2 && cpu->avx512f && cpu->avx512bw && cpu->avx512vl && cpu->avx512dq;
+    switch (isa) {
+    case QT_ISA_SCALAR:
+        return true;
+    case QT_ISA_AVX2:
+        return avx2;
+    case QT_ISA_AVX2_VNNI:
+        return avx2 && cpu->avxvnni;
+    case QT_ISA_AVX512:
+        return avx512;
+    case QT_ISA_AVX512_VNNI:
+        return avx512 && cpu->avx512vnni;
+    default:
+        return false;
+    }
+}
+
+qt_isa qt_isa_choose(const qt_cpu_features *cpu, const char *request) {
+    qt_isa cap = QT_ISA_COUNT - 1;
+    if (request != NULL) {
+        if (strcmp(request, "scalar") == 0)
+            cap = QT_ISA_SCALAR;
+        else if (strcmp(request, "avx2") == 0)
+            cap = QT_ISA_AVX2_VNNI;
+        else if (strcmp(request, "avx512") == 0)
+            cap = QT_ISA_AVX512_VNNI;
+    }
+    for (int isa = cap; isa > QT_ISA_SCALAR; isa--)
+        if (qt_isa_supported(cpu, (qt_isa)isa))
+            return (qt_isa)isa;
+    return QT_ISA_SCALAR;
+}
+
+static qt_isa active;
+static pthread_once_t active_once = PTHREAD_ONCE_INIT;
+
+static void choose_active(void) {
+    active = qt_isa_choose(qt_cpu(), getenv("QLM_ISA"));
+}
+
+qt_isa qt_isa_active(void) {
+    pthread_once(&active_once, choose_active);
+    return active;
+}
+
+const char *qt_isa_name(void) {
+    return qt_isa_kernels(qt_isa_active())->name;
+}

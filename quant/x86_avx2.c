@@ -1,0 +1,464 @@
+/* x86_avx2.c - AVX2 + FMA + F16C kernels, and the same with AVX-VNNI.
+ *
+ * Compiled with -mavx2 -mfma -mf16c and reached only through the tables at
+ * the end, which dispatch hands out when the CPU has those features.
+ *
+ * Each dot kernel is one always-inline body taking a constant `vnni`; the
+ * two tables get one instantiation each.  The VNNI instruction is written as
+ * inline asm, not as an intrinsic, because an intrinsic would need the whole
+ * file built with -mavxvnni, and then the compiler could use it in the plain
+ * AVX2 set too, which must run on Haswell.
+ *
+ * Exactness: the quantized dot products are bit-identical to quant/ref.c
+ * (same integer lane sums, exact for every byte value including -128, and
+ * the same float operations in the same order); the float dot products
+ * differ from its double-precision sums only by float rounding; the Q8
+ * quantizers give its bytes exactly (see quantize_block). */
+#if defined(__x86_64__)
+
+#include <float.h>
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "cpu.h"
+#include "fp16.h"
+#include "ref.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* dx·dy from two blocks' f16 scales, with one conversion for both (F16C
+ * widening is exact, subnormals included).  Scalar conversions, one per
+ * half, cost more than the block's integer work. */
+INLINE float scale2(const uint16_t *xd, const uint16_t *yd) {
+    const __m128 h = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(*xd), *yd, 1));
+    return _mm_cvtss_f32(_mm_mul_ss(h, _mm_movehdup_ps(h)));
+}
+
+/* For the _1 types, whose blocks start with two halves each (x: d, m;
+ * y: d, s): one conversion gives [dx, mx, dy, sy]; returns dx·dy and
+ * advances lane 1 of *summs to fma(mx, sy, summs), the reference's chain.
+ * The other lanes of *summs are scratch. */
+INLINE float scale4(const void *x, const void *y, __m128 *summs) {
+    uint32_t a, b;
+    memcpy(&a, x, sizeof a);
+    memcpy(&b, y, sizeof b);
+    const __m128 h = _mm_cvtph_ps(_mm_setr_epi32((int)a, (int)b, 0, 0));
+    const __m128 swapped = _mm_permute_ps(h, 0x4e); /* [dy, sy, dx, mx] */
+    *summs = _mm_fmadd_ps(h, swapped, *summs);
+    return _mm_cvtss_f32(_mm_mul_ss(h, swapped));
+}
+
+INLINE __m256i load256(const void *p) {
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* ((0+4)+(2+6)) + ((1+5)+(3+7)): qt_hsum8's order, which is llama.cpp's. */
+INLINE float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+INLINE int hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+INLINE float hmax_ps(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+/* Sums of u·s over each group of four bytes, u unsigned and s signed.
+ * Without VNNI, vpmaddubsw first adds byte pairs into int16 with
+ * saturation, which is exact only while u < 128; callers keep to that. */
+INLINE __m256i dot4(__m256i u, __m256i s, const int vnni) {
+    if (vnni) {
+        __m256i acc = _mm256_setzero_si256();
+        __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+        return acc;
+    }
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+/* Sums of (q - off)·y by groups of four, for unsigned q <= 31.  Keeping q
+ * unsigned and subtracting off·y afterwards avoids the abs/sign trick,
+ * which overflows when y = -128.  Without VNNI the subtraction happens on
+ * int16 pairs: |q·y| <= 7936 and |off·y| <= 4096 per pair, so no saturation. */
+INLINE __m256i dot4_offset(__m256i q, __m256i off, __m256i y, const int vnni) {
+    if (vnni)
+        return _mm256_sub_epi32(dot4(q, y, 1), dot4(off, y, 1));
+    const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(off, y));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* Signed·signed by groups of four, exact for every byte value (the usual
+ * abs/sign + vpmaddubsw trick is wrong when one side is -128). */
+INLINE __m256i dot4_s8(const int8_t *a, const int8_t *b, const int vnni) {
+    const __m256i va = load256(a), vb = load256(b);
+    if (vnni) {
+        /* a ^ 0x80 is a + 128 as an unsigned byte; 128·Σb comes back off. */
+        const __m256i bias = _mm256_set1_epi8((char)0x80);
+        return _mm256_sub_epi32(dot4(_mm256_xor_si256(va, bias), vb, 1), dot4(bias, vb, 1));
+    }
+    /* Sign-extend even and odd bytes into int16 in place: vpmaddwd then
+     * pairs bytes 4k, 4k+2 and 4k+1, 4k+3, which together are group k.
+     * Shifts keep this off the shuffle port, unlike vpmovsxbw. */
+    const __m256i a_even = _mm256_srai_epi16(_mm256_slli_epi16(va, 8), 8);
+    const __m256i b_even = _mm256_srai_epi16(_mm256_slli_epi16(vb, 8), 8);
+    const __m256i a_odd = _mm256_srai_epi16(va, 8), b_odd = _mm256_srai_epi16(vb, 8);
+    return _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even), _mm256_madd_epi16(a_odd, b_odd));
+}
+
+/* The 32 4-bit values of a block in element order: element j < 16 is the
+ * low nibble of qs[j], j >= 16 the high nibble of qs[j - 16].  A broadcast
+ * load and a per-half shift do it without a cross-lane shuffle. */
+INLINE __m256i nibbles(const uint8_t *qs) {
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    const __m256i v = _mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4));
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+}
+
+/* 0x10 in byte j where bit j of qh is set: each byte fetches the qh byte
+ * holding its bit, then tests it. */
+INLINE __m256i fifth_bits(const uint8_t qh[4]) {
+    uint32_t bits;
+    memcpy(&bits, qh, sizeof bits);
+    const __m256i which = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), which);
+    const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
+    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+/* ---- quantized dot products -------------------------------------------- *
+ * The order of every float operation is quant/ref.c's (llama.cpp's x86
+ * order), so results are bit-identical to the reference: lane k of a block
+ * is the exact integer sum of its products 4k..4k+3, one 8-lane accumulator
+ * takes acc = (dx·dy)·lane + acc by FMA, block after block, and hsum_ps
+ * adds the lanes as qt_hsum8 does.  The _1 types' m·s terms form a separate
+ * scalar FMA chain added at the end.  One chain means one block per FMA
+ * latency; splitting it would be faster and no longer bit-identical. */
+
+/* Weight rows stream from memory once per token.  A core's hardware
+ * prefetchers alone keep too few cache misses in flight: the out-of-order
+ * window, a few hundred instructions, reaches only ~1 KB ahead, and a
+ * 4096x4096 Q4_1 matvec streamed from DRAM at 3.7 GB/s on one core.
+ * Asking for the line 2 KB ahead (well into the next row at the end of a
+ * row; prefetches never fault) made it 10.6 GB/s, and L3-resident
+ * matrices 12% faster. */
+INLINE void prefetch_weights(const void *block) {
+    _mm_prefetch((const char *)block + 2048, _MM_HINT_T0);
+}
+
+INLINE __m256 fma_block(float d, __m256i lanes, __m256 acc) {
+    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
+}
+
+INLINE void dot_q4_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q4_0 *x = vx;
+    const qt_block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QT_QK8_0; i++) {
+        prefetch_weights(&x[i]);
+        const __m256i l = dot4_offset(nibbles(x[i].qs), _mm256_set1_epi8(8), load256(y[i].qs), vnni);
+        acc = fma_block(scale2(&x[i].d, &y[i].d), l, acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+/* x = d·q + m against y = dy·v:  Σxy = d·dy·Σqv + m·(dy·Σv), and Q8_1
+ * carries dy·Σv as s, so the offset costs one scalar FMA per block. */
+INLINE void dot_q4_1(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q4_1 *x = vx;
+    const qt_block_q8_1 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    __m128 summs = _mm_setzero_ps();
+    for (int i = 0; i < n / QT_QK8_1; i++) {
+        prefetch_weights(&x[i]);
+        const __m256i l = dot4(nibbles(x[i].qs), load256(y[i].qs), vnni);
+        acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
+    }
+    *s = hsum_ps(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
+}
+
+INLINE void dot_q5_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q5_0 *x = vx;
+    const qt_block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QT_QK8_0; i++) {
+        prefetch_weights(&x[i]);
+        const __m256i q = _mm256_or_si256(nibbles(x[i].qs), fifth_bits(x[i].qh));
+        const __m256i l = dot4_offset(q, _mm256_set1_epi8(16), load256(y[i].qs), vnni);
+        acc = fma_block(scale2(&x[i].d, &y[i].d), l, acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+INLINE void dot_q5_1(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q5_1 *x = vx;
+    const qt_block_q8_1 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    __m128 summs = _mm_setzero_ps();
+    for (int i = 0; i < n / QT_QK8_1; i++) {
+        prefetch_weights(&x[i]);
+        const __m256i q = _mm256_or_si256(nibbles(x[i].qs), fifth_bits(x[i].qh));
+        const __m256i l = dot4(q, load256(y[i].qs), vnni);
+        acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
+    }
+    *s = hsum_ps(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
+}
+
+INLINE void dot_q8_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q8_0 *x = vx;
+    const qt_block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QT_QK8_0; i++) {
+        prefetch_weights(&x[i]);
+        acc = fma_block(scale2(&x[i].d, &y[i].d), dot4_s8(x[i].qs, y[i].qs, vnni), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+#define INSTANTIATE(name)                                                                       \
+    static void vec_##name(int n, float *s, const void *x, const void *y) {                     \
+        dot_##name(n, s, x, y, 0);                                                              \
+    }                                                                                           \
+    static void vec_##name##_vnni(int n, float *s, const void *x, const void *y) {              \
+        dot_##name(n, s, x, y, 1);                                                              \
+    }
+INSTANTIATE(q4_0)
+INSTANTIATE(q4_1)
+INSTANTIATE(q5_0)
+INSTANTIATE(q5_1)
+INSTANTIATE(q8_0)
+#undef INSTANTIATE
+
+/* ---- float dot products ------------------------------------------------ *
+ * Products of two halves (11-bit significands) or two bfloat16s are exact
+ * in float, so only the sums round: four accumulators of eight lanes. */
+
+enum { F32, F16, BF16 };
+
+INLINE __m256 load8(const void *p, int64_t i, const int kind) {
+    if (kind == F32)
+        return _mm256_loadu_ps((const float *)p + i);
+    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
+    if (kind == F16)
+        return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* The last r < 8 elements, zero-padded: the padding adds 0·0. */
+INLINE __m256 load8_tail(const void *p, int64_t i, int r, const int kind) {
+    const size_t size = kind == F32 ? 4 : 2;
+    unsigned char buf[32] = {0};
+    memcpy(buf, (const unsigned char *)p + (size_t)i * size, (size_t)r * size);
+    return load8(buf, 0, kind);
+}
+
+INLINE void dot_float(int n, float *s, const void *x, const void *y, const int kind) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(load8(x, i, kind), load8(y, i, kind), a0);
+        a1 = _mm256_fmadd_ps(load8(x, i + 8, kind), load8(y, i + 8, kind), a1);
+        a2 = _mm256_fmadd_ps(load8(x, i + 16, kind), load8(y, i + 16, kind), a2);
+        a3 = _mm256_fmadd_ps(load8(x, i + 24, kind), load8(y, i + 24, kind), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(load8(x, i, kind), load8(y, i, kind), a0);
+    if (i < n)
+        a1 = _mm256_fmadd_ps(load8_tail(x, i, (int)(n - i), kind), load8_tail(y, i, (int)(n - i), kind), a1);
+    *s = hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+static void vec_f32(int n, float *s, const void *x, const void *y) {
+    dot_float(n, s, x, y, F32);
+}
+
+static void vec_f16(int n, float *s, const void *x, const void *y) {
+    dot_float(n, s, x, y, F16);
+}
+
+static void vec_bf16(int n, float *s, const void *x, const void *y) {
+    dot_float(n, s, x, y, BF16);
+}
+
+/* ---- Q8_0 / Q8_1 quantizers -------------------------------------------- *
+ * Two references, two roundings (quant/ref.c): from_float is ggml's
+ * quantize_row_q8_*_ref (id = 1/d, roundf: ties away from zero), and
+ * quantize_act is llama.cpp's SIMD activation quantizer (id = 127/amax,
+ * nearest-even).  One body serves both, with the reference's float
+ * operations in the reference's order; only max, which is exact, is taken
+ * in another order. */
+
+enum { ROUND_AWAY, ROUND_EVEN };
+
+/* roundf for finite |v| < 2^23: ties away from zero, where vroundps's
+ * nearest mode would round them to even (2.5 -> 2, not 3).  v - trunc(v) is
+ * exact, so the tie test sees the true fraction. */
+INLINE __m256 round_away(__m256 v) {
+    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+    const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 frac = _mm256_andnot_ps(sign_bit, _mm256_sub_ps(v, t));
+    const __m256 up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+    const __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(v, sign_bit));
+    return _mm256_add_ps(t, _mm256_and_ps(up, one));
+}
+
+/* Quantizes one block and returns 1, or returns 0 having written nothing
+ * when only the reference can reproduce its own bytes: a block holding NaN
+ * or inf (the reference's scalar max lets a NaN's position matter), or one
+ * whose scale overflows to inf (x·inf and 0·inf go through the reference's
+ * clamps and casts).  Otherwise |x·id| <= 127·(1 + 2^-20), so no value
+ * reaches the packs' saturation or the reference's clamp, and the int32 sum
+ * is the sum of the stored bytes. */
+INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out, const int want_sum,
+                          const int mode) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 big = _mm256_set1_ps(FLT_MAX);
+    __m256 v[4], vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_loadu_ps(x + 8 * k);
+        const __m256 a = _mm256_and_ps(v[k], abs_mask);
+        vmax = _mm256_max_ps(vmax, a);
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, big, _CMP_NLE_UQ)); /* NaN or inf */
+    }
+    if (_mm256_movemask_ps(bad))
+        return 0;
+    const float amax = hmax_ps(vmax);
+    const float d = amax / 127;
+    float id;
+    if (mode == ROUND_AWAY)
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+    else
+        id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    if (id > FLT_MAX)
+        return 0;
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int k = 0; k < 4; k++) {
+        const __m256 scaled = _mm256_mul_ps(v[k], vid);
+        /* vcvtps2dq rounds in the current mode, as nearbyintf does. */
+        q[k] = _mm256_cvtps_epi32(mode == ROUND_AWAY ? round_away(scaled) : scaled);
+    }
+    /* The packs interleave groups of four; the permute puts them back. */
+    const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256((__m256i *)qs, _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    *d_out = d;
+    if (want_sum)
+        *sum_out = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+    return 1;
+}
+
+INLINE void quantize_q8_0(const float *src, void *dst, int64_t n, const int mode) {
+    qt_block_q8_0 *y = dst;
+    for (int64_t i = 0; i < n / QT_QK8_0; i++) {
+        const float *x = src + i * QT_QK8_0;
+        float d;
+        int sum;
+        if (quantize_block(x, y[i].qs, &d, &sum, 0, mode))
+            y[i].d = qt_f32_to_f16(d);
+        else if (mode == ROUND_AWAY)
+            qt_from_float_q8_0(x, &y[i], QT_QK8_0);
+        else
+            qt_quantize_act_q8_0(x, &y[i], QT_QK8_0);
+    }
+}
+
+INLINE void quantize_q8_1(const float *src, void *dst, int64_t n, const int mode) {
+    qt_block_q8_1 *y = dst;
+    for (int64_t i = 0; i < n / QT_QK8_1; i++) {
+        const float *x = src + i * QT_QK8_1;
+        float d;
+        int sum;
+        if (quantize_block(x, y[i].qs, &d, &sum, 1, mode)) {
+            y[i].d = qt_f32_to_f16(d);
+            y[i].s = qt_f32_to_f16((float)sum * d);
+        } else if (mode == ROUND_AWAY) {
+            qt_from_float_q8_1(x, &y[i], QT_QK8_1);
+        } else {
+            qt_quantize_act_q8_1(x, &y[i], QT_QK8_1);
+        }
+    }
+}
+
+static void from_float_q8_0(const float *src, void *dst, int64_t n) {
+    quantize_q8_0(src, dst, n, ROUND_AWAY);
+}
+
+static void from_float_q8_1(const float *src, void *dst, int64_t n) {
+    quantize_q8_1(src, dst, n, ROUND_AWAY);
+}
+
+static void quantize_act_q8_0(const float *src, void *dst, int64_t n) {
+    quantize_q8_0(src, dst, n, ROUND_EVEN);
+}
+
+static void quantize_act_q8_1(const float *src, void *dst, int64_t n) {
+    quantize_q8_1(src, dst, n, ROUND_EVEN);
+}
+
+/* ---- tables ------------------------------------------------------------- */
+
+const qt_kernels qt_kernels_avx2 = {
+    .name = "avx2",
+    .vec_dot = {
+        [QT_F32] = vec_f32,
+        [QT_F16] = vec_f16,
+        [QT_BF16] = vec_bf16,
+        [QT_Q4_0] = vec_q4_0,
+        [QT_Q4_1] = vec_q4_1,
+        [QT_Q5_0] = vec_q5_0,
+        [QT_Q5_1] = vec_q5_1,
+        [QT_Q8_0] = vec_q8_0,
+    },
+    .from_float = {
+        [QT_Q8_0] = from_float_q8_0,
+        [QT_Q8_1] = from_float_q8_1,
+    },
+    .quantize_act = {
+        [QT_Q8_0] = quantize_act_q8_0,
+        [QT_Q8_1] = quantize_act_q8_1,
+    },
+};
+
+const qt_kernels qt_kernels_avx2_vnni = {
+    .name = "avx2-vnni",
+    .vec_dot = {
+        [QT_F32] = vec_f32,
+        [QT_F16] = vec_f16,
+        [QT_BF16] = vec_bf16,
+        [QT_Q4_0] = vec_q4_0_vnni,
+        [QT_Q4_1] = vec_q4_1_vnni,
+        [QT_Q5_0] = vec_q5_0_vnni,
+        [QT_Q5_1] = vec_q5_1_vnni,
+        [QT_Q8_0] = vec_q8_0_vnni,
+    },
+    .from_float = {
+        [QT_Q8_0] = from_float_q8_0,
+        [QT_Q8_1] = from_float_q8_1,
+    },
+    .quantize_act = {
+        [QT_Q8_0] = quantize_act_q8_0,
+        [QT_Q8_1] = quantize_act_q8_1,
+    },
+};
+
+#else
+
+/* ISO C wants a declaration in every translation unit. */
+typedef int qt_x86_avx2_unused;
+
+#endif

@@ -1,0 +1,398 @@
+/* x86_avx512.c - AVX-512 F/BW/VL/DQ kernels, and the same with AVX512-VNNI.
+ *
+ * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c and
+ * reached only through the tables at the end.  As in x86_avx2.c, each dot
+ * kernel is one always-inline body with a constant `vnni`, and vpdpbusd is
+ * inline asm so that the file never needs -mavx512vnni, which would let the
+ * compiler use it in the plain set that Skylake-X runs.
+ *
+ * The quantized dots keep quant/ref.c's float order (one 8-lane FMA chain,
+ * block after block), which makes them bit-identical to it, and also caps
+ * them at one block per FMA latency: x86_avx2.c already runs at that cap.
+ * Wider registers would only add lanes that the chain cannot use, so these
+ * kernels stay 256 bits wide and take from AVX-512 what shortens a block:
+ * byte masks for Q5's fifth bits, EVEX vpdpbusd, 32 registers.  The float
+ * dots and the quantizers, which have no such chain, use 512 bits.
+ *
+ * Exactness is as in x86_avx2.c: quantized dots bit-identical, float dots
+ * within float rounding of the double-precision reference, quantizer bytes
+ * identical. */
+#if defined(__x86_64__)
+
+#include <float.h>
+#include <immintrin.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "cpu.h"
+#include "fp16.h"
+#include "ref.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* ---- helpers (see x86_avx2.c for the reasoning behind each) ------------ */
+
+INLINE __m256i load256(const void *p) {
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+INLINE float scale2(const uint16_t *xd, const uint16_t *yd) {
+    const __m128 h = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(*xd), *yd, 1));
+    return _mm_cvtss_f32(_mm_mul_ss(h, _mm_movehdup_ps(h)));
+}
+
+INLINE float scale4(const void *x, const void *y, __m128 *summs) {
+    uint32_t a, b;
+    memcpy(&a, x, sizeof a);
+    memcpy(&b, y, sizeof b);
+    const __m128 h = _mm_cvtph_ps(_mm_setr_epi32((int)a, (int)b, 0, 0));
+    const __m128 swapped = _mm_permute_ps(h, 0x4e); /* [dy, sy, dx, mx] */
+    *summs = _mm_fmadd_ps(h, swapped, *summs);
+    return _mm_cvtss_f32(_mm_mul_ss(h, swapped));
+}
+
+/* ((0+4)+(2+6)) + ((1+5)+(3+7)): qt_hsum8's order. */
+INLINE float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Sums of u·s over each group of four bytes, u unsigned, s signed; without
+ * VNNI exact while u < 128.  {evex}: the VEX form is AVX-VNNI, which an
+ * AVX512-VNNI CPU need not have. */
+INLINE __m256i dot4(__m256i u, __m256i s, const int vnni) {
+    if (vnni) {
+        __m256i acc = _mm256_setzero_si256();
+        __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+        return acc;
+    }
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+/* Sums of (q - off)·y by groups of four, for unsigned q <= 31. */
+INLINE __m256i dot4_offset(__m256i q, __m256i off, __m256i y, const int vnni) {
+    if (vnni)
+        return _mm256_sub_epi32(dot4(q, y, 1), dot4(off, y, 1));
+    const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(off, y));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* Signed·signed by groups of four, exact for every byte value. */
+INLINE __m256i dot4_s8(const int8_t *a, const int8_t *b, const int vnni) {
+    const __m256i va = load256(a), vb = load256(b);
+    if (vnni) {
+        const __m256i bias = _mm256_set1_epi8((char)0x80);
+        return _mm256_sub_epi32(dot4(_mm256_xor_si256(va, bias), vb, 1), dot4(bias, vb, 1));
+    }
+    const __m256i a_even = _mm256_srai_epi16(_mm256_slli_epi16(va, 8), 8);
+    const __m256i b_even = _mm256_srai_epi16(_mm256_slli_epi16(vb, 8), 8);
+    const __m256i a_odd = _mm256_srai_epi16(va, 8), b_odd = _mm256_srai_epi16(vb, 8);
+    return _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even), _mm256_madd_epi16(a_odd, b_odd));
+}
+
+INLINE __m256i nibbles(const uint8_t *qs) {
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    const __m256i v = _mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4));
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+}
+
+/* Adds 16 to each byte whose 5th bit is set: qh is already a byte mask. */
+INLINE __m256i add_fifth_bits(__m256i q, const uint8_t qh[4]) {
+    uint32_t bits;
+    memcpy(&bits, qh, sizeof bits);
+    return _mm256_mask_add_epi8(q, _cvtu32_mask32(bits), q, _mm256_set1_epi8(0x10));
+}
+
+/* ---- quantized dot products: quant/ref.c's order, as in x86_avx2.c ----- */
+
+/* 2 KB ahead of the weights: see x86_avx2.c's prefetch_weights. */
+INLINE void prefetch_weights(const void *block) {
+    _mm_prefetch((const char *)block + 2048, _MM_HINT_T0);
+}
+
+INLINE __m256 fma_block(float d, __m256i lanes, __m256 acc) {
+    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
+}
+
+INLINE void dot_q4_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q4_0 *x = vx;
+    const qt_block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QT_QK8_0; i++) {
+        prefetch_weights(&x[i]);
+        const __m256i l = dot4_offset(nibbles(x[i].qs), _mm256_set1_epi8(8), load256(y[i].qs), vnni);
+        acc = fma_block(scale2(&x[i].d, &y[i].d), l, acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+INLINE void dot_q4_1(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q4_1 *x = vx;
+    const qt_block_q8_1 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    __m128 summs = _mm_setzero_ps();
+    for (int i = 0; i < n / QT_QK8_1; i++) {
+        prefetch_weights(&x[i]);
+        const __m256i l = dot4(nibbles(x[i].qs), load256(y[i].qs), vnni);
+        acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
+    }
+    *s = hsum_ps(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
+}
+
+INLINE void dot_q5_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q5_0 *x = vx;
+    const qt_block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QT_QK8_0; i++) {
+        prefetch_weights(&x[i]);
+        const __m256i q = add_fifth_bits(nibbles(x[i].qs), x[i].qh);
+        const __m256i l = dot4_offset(q, _mm256_set1_epi8(16), load256(y[i].qs), vnni);
+        acc = fma_block(scale2(&x[i].d, &y[i].d), l, acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+INLINE void dot_q5_1(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q5_1 *x = vx;
+    const qt_block_q8_1 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    __m128 summs = _mm_setzero_ps();
+    for (int i = 0; i < n / QT_QK8_1; i++) {
+        prefetch_weights(&x[i]);
+        const __m256i q = add_fifth_bits(nibbles(x[i].qs), x[i].qh);
+        const __m256i l = dot4(q, load256(y[i].qs), vnni);
+        acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
+    }
+    *s = hsum_ps(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
+}
+
+INLINE void dot_q8_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q8_0 *x = vx;
+    const qt_block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n / QT_QK8_0; i++) {
+        prefetch_weights(&x[i]);
+        acc = fma_block(scale2(&x[i].d, &y[i].d), dot4_s8(x[i].qs, y[i].qs, vnni), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+#define INSTANTIATE(name)                                                                       \
+    static void vec_##name(int n, float *s, const void *x, const void *y) {                     \
+        dot_##name(n, s, x, y, 0);                                                              \
+    }                                                                                           \
+    static void vec_##name##_vnni(int n, float *s, const void *x, const void *y) {              \
+        dot_##name(n, s, x, y, 1);                                                              \
+    }
+INSTANTIATE(q4_0)
+INSTANTIATE(q4_1)
+INSTANTIATE(q5_0)
+INSTANTIATE(q5_1)
+INSTANTIATE(q8_0)
+#undef INSTANTIATE
+
+/* ---- float dot products ------------------------------------------------ *
+ * Products of halves or bfloat16s are exact in float; four accumulators of
+ * sixteen lanes, and a masked load for the tail (masked-off lanes read
+ * nothing, so the tail never touches memory past the end). */
+
+enum { F32, F16, BF16 };
+
+INLINE __m512 widen16(__m256i h, const int kind) {
+    if (kind == F16)
+        return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+INLINE __m512 load16(const void *p, int64_t i, const int kind) {
+    if (kind == F32)
+        return _mm512_loadu_ps((const float *)p + i);
+    return widen16(load256((const uint16_t *)p + i), kind);
+}
+
+INLINE __m512 load16_masked(const void *p, int64_t i, __mmask16 m, const int kind) {
+    if (kind == F32)
+        return _mm512_maskz_loadu_ps(m, (const float *)p + i);
+    return widen16(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i), kind);
+}
+
+INLINE void dot_float(int n, float *s, const void *x, const void *y, const int kind) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    __m512 a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_fmadd_ps(load16(x, i, kind), load16(y, i, kind), a0);
+        a1 = _mm512_fmadd_ps(load16(x, i + 16, kind), load16(y, i + 16, kind), a1);
+        a2 = _mm512_fmadd_ps(load16(x, i + 32, kind), load16(y, i + 32, kind), a2);
+        a3 = _mm512_fmadd_ps(load16(x, i + 48, kind), load16(y, i + 48, kind), a3);
+    }
+    for (; i + 16 <= n; i += 16)
+        a0 = _mm512_fmadd_ps(load16(x, i, kind), load16(y, i, kind), a0);
+    if (i < n) {
+        const __mmask16 m = _cvtu32_mask16((1u << (n - i)) - 1u);
+        a1 = _mm512_fmadd_ps(load16_masked(x, i, m, kind), load16_masked(y, i, m, kind), a1);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+static void vec_f32(int n, float *s, const void *x, const void *y) {
+    dot_float(n, s, x, y, F32);
+}
+
+static void vec_f16(int n, float *s, const void *x, const void *y) {
+    dot_float(n, s, x, y, F16);
+}
+
+static void vec_bf16(int n, float *s, const void *x, const void *y) {
+    dot_float(n, s, x, y, BF16);
+}
+
+/* ---- Q8_0 / Q8_1 quantizers -------------------------------------------- *
+ * from_float rounds like ggml's reference, quantize_act like llama.cpp's
+ * SIMD activation quantizer; see x86_avx2.c for both and for when a block
+ * falls back to the reference. */
+
+enum { ROUND_AWAY, ROUND_EVEN };
+
+/* roundf for finite |v| < 2^23 (ties away from zero); v - trunc(v) is exact. */
+INLINE __m512 round_away(__m512 v) {
+    const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    const __m512 one = _mm512_or_ps(_mm512_set1_ps(1.0f), _mm512_and_ps(v, _mm512_set1_ps(-0.0f)));
+    return _mm512_mask_add_ps(t, up, t, one);
+}
+
+INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out, const int want_sum,
+                          const int mode) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const __m512 a0 = _mm512_abs_ps(v0), a1 = _mm512_abs_ps(v1);
+    const __m512 big = _mm512_set1_ps(FLT_MAX);
+    if (_mm512_cmp_ps_mask(a0, big, _CMP_NLE_UQ) | _mm512_cmp_ps_mask(a1, big, _CMP_NLE_UQ))
+        return 0; /* NaN or inf */
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+    const float d = amax / 127;
+    float id;
+    if (mode == ROUND_AWAY)
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+    else
+        id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    if (id > FLT_MAX)
+        return 0;
+    const __m512 vid = _mm512_set1_ps(id);
+    __m512 s0 = _mm512_mul_ps(v0, vid), s1 = _mm512_mul_ps(v1, vid);
+    if (mode == ROUND_AWAY) {
+        s0 = round_away(s0);
+        s1 = round_away(s1);
+    }
+    /* vcvtps2dq rounds in the current mode, as nearbyintf does. */
+    const __m512i q0 = _mm512_cvtps_epi32(s0), q1 = _mm512_cvtps_epi32(s1);
+    _mm_storeu_si128((__m128i *)qs, _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128((__m128i *)(qs + 16), _mm512_cvtsepi32_epi8(q1));
+    *d_out = d;
+    if (want_sum)
+        *sum_out = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    return 1;
+}
+
+INLINE void quantize_q8_0(const float *src, void *dst, int64_t n, const int mode) {
+    qt_block_q8_0 *y = dst;
+    for (int64_t i = 0; i < n / QT_QK8_0; i++) {
+        const float *x = src + i * QT_QK8_0;
+        float d;
+        int sum;
+        if (quantize_block(x, y[i].qs, &d, &sum, 0, mode))
+            y[i].d = qt_f32_to_f16(d);
+        else if (mode == ROUND_AWAY)
+            qt_from_float_q8_0(x, &y[i], QT_QK8_0);
+        else
+            qt_quantize_act_q8_0(x, &y[i], QT_QK8_0);
+    }
+}
+
+INLINE void quantize_q8_1(const float *src, void *dst, int64_t n, const int mode) {
+    qt_block_q8_1 *y = dst;
+    for (int64_t i = 0; i < n / QT_QK8_1; i++) {
+        const float *x = src + i * QT_QK8_1;
+        float d;
+        int sum;
+        if (quantize_block(x, y[i].qs, &d, &sum, 1, mode)) {
+            y[i].d = qt_f32_to_f16(d);
+            y[i].s = qt_f32_to_f16((float)sum * d);
+        } else if (mode == ROUND_AWAY) {
+            qt_from_float_q8_1(x, &y[i], QT_QK8_1);
+        } else {
+            qt_quantize_act_q8_1(x, &y[i], QT_QK8_1);
+        }
+    }
+}
+
+static void from_float_q8_0(const float *src, void *dst, int64_t n) {
+    quantize_q8_0(src, dst, n, ROUND_AWAY);
+}
+
+static void from_float_q8_1(const float *src, void *dst, int64_t n) {
+    quantize_q8_1(src, dst, n, ROUND_AWAY);
+}
+
+static void quantize_act_q8_0(const float *src, void *dst, int64_t n) {
+    quantize_q8_0(src, dst, n, ROUND_EVEN);
+}
+
+static void quantize_act_q8_1(const float *src, void *dst, int64_t n) {
+    quantize_q8_1(src, dst, n, ROUND_EVEN);
+}
+
+/* ---- tables ------------------------------------------------------------- */
+
+const qt_kernels qt_kernels_avx512 = {
+    .name = "avx512",
+    .vec_dot = {
+        [QT_F32] = vec_f32,
+        [QT_F16] = vec_f16,
+        [QT_BF16] = vec_bf16,
+        [QT_Q4_0] = vec_q4_0,
+        [QT_Q4_1] = vec_q4_1,
+        [QT_Q5_0] = vec_q5_0,
+        [QT_Q5_1] = vec_q5_1,
+        [QT_Q8_0] = vec_q8_0,
+    },
+    .from_float = {
+        [QT_Q8_0] = from_float_q8_0,
+        [QT_Q8_1] = from_float_q8_1,
+    },
+    .quantize_act = {
+        [QT_Q8_0] = quantize_act_q8_0,
+        [QT_Q8_1] = quantize_act_q8_1,
+    },
+};
+
+const qt_kernels qt_kernels_avx512_vnni = {
+    .name = "avx512-vnni",
+    .vec_dot = {
+        [QT_F32] = vec_f32,
+        [QT_F16] = vec_f16,
+        [QT_BF16] = vec_bf16,
+        [QT_Q4_0] = vec_q4_0_vnni,
+        [QT_Q4_1] = vec_q4_1_vnni,
+        [QT_Q5_0] = vec_q5_0_vnni,
+        [QT_Q5_1] = vec_q5_1_vnni,
+        [QT_Q8_0] = vec_q8_0_vnni,
+    },
+    .from_float = {
+        [QT_Q8_0] = from_float_q8_0,
+        [QT_Q8_1] = from_float_q8_1,
+    },
+    .quantize_act = {
+        [QT_Q8_0] = quantize_act_q8_0,
+        [QT_Q8_1] = quantize_act_q8_1,
+    },
+};
+
+#else
+
+/* ISO C wants a declaration in every translation unit. */
+typedef int qt_x86_avx512_unused;
+
+#endif

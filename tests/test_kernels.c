@@ -1,0 +1,609 @@
+/* test_kernels.c - every ISA kernel set against the scalar reference.
+ *
+ * For each set this CPU can run (others print a SKIP line) and each kernel:
+ * - quantized dot products (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights): equal to
+ *   the reference bit for bit.  The reference does llama.cpp's x86 float
+ *   order and the kernels do the same, and the integer block sums are exact
+ *   for every byte, so the per-type tolerance is zero.
+ * - float dot products (F32, F16, BF16): the reference sums in double, the
+ *   kernels in float lanes, so the tolerance is a bound on float summation
+ *   error, (n/32 + 16)·FLT_EPSILON·Σ|x_i·y_i| + n·FLT_TRUE_MIN: at most
+ *   n/32 + 3 additions per lane, a reduction tree of depth 6, and products
+ *   that are exact (halves, bfloat16) or rounded once (f32).
+ * - Q8_0/Q8_1 quantizers, both roundings (from_float, quantize_act): the
+ *   reference's bytes exactly, .5 ties included.
+ * Inputs: random blocks, adversarial blocks (all zero, max-magnitude and
+ * subnormal f16 scales, extreme quants), and many lengths, in buffers that
+ * end exactly at the data (so AddressSanitizer sees any over-read) and are
+ * only as aligned as their element type requires. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "quant/blocks.h"
+#include "quant/cpu.h"
+#include "quant/fp16.h"
+#include "quant/types.h"
+#include "tests/test.h"
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static uint64_t rng_next(void) {
+    uint64_t x = rng_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+static int rng_below(int n) {
+    return (int)(rng_next() % (uint64_t)n);
+}
+
+static double rng_normal(void) {
+    const double u1 = ((double)(rng_next() >> 11) + 0.5) * 0x1p-53;
+    const double u2 = ((double)(rng_next() >> 11) + 0.5) * 0x1p-53;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static void fill_random_bytes(uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)rng_next();
+}
+
+static int same_float(float a, float b) {
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    return qt_f32_bits(a) == qt_f32_bits(b);
+}
+
+/* A buffer whose data ends at the end of the allocation and starts `skew`
+ * bytes past malloc's 16-byte alignment: as aligned as the element type
+ * needs (halves, floats), no more, so the kernels' unaligned loads are
+ * exercised.  Keep the base pointer to free it. */
+typedef struct buf {
+    uint8_t *base, *p;
+} buf;
+
+static buf buf_new(size_t n, size_t skew) {
+    buf b;
+    b.base = malloc(n + skew);
+    if (!b.base) {
+        printf("FAIL out of memory\n");
+        exit(1);
+    }
+    b.p = b.base + skew;
+    return b;
+}
+
+static const char *set_names[QT_ISA_COUNT] = {"scalar", "avx2", "avx2-vnni", "avx512", "avx512-vnni"};
+
+/* ---- quantized dot products -------------------------------------------- */
+
+typedef struct qtype {
+    qt_type w, a; /* weight type and its activation type */
+    int has_min;  /* _1 types: m at offset 2; Q8_1: s at offset 2 */
+    size_t w_size, a_size;
+} qtype;
+
+static const qtype qtypes[] = {
+    {QT_Q4_0, QT_Q8_0, 0, sizeof(qt_block_q4_0), sizeof(qt_block_q8_0)},
+    {QT_Q4_1, QT_Q8_1, 1, sizeof(qt_block_q4_1), sizeof(qt_block_q8_1)},
+    {QT_Q5_0, QT_Q8_0, 0, sizeof(qt_block_q5_0), sizeof(qt_block_q8_0)},
+    {QT_Q5_1, QT_Q8_1, 1, sizeof(qt_block_q5_1), sizeof(qt_block_q8_1)},
+    {QT_Q8_0, QT_Q8_0, 0, sizeof(qt_block_q8_0), sizeof(qt_block_q8_0)},
+};
+
+static void put16(uint8_t *p, uint16_t v) {
+    memcpy(p, &v, 2);
+}
+
+static uint16_t half_of(double v) {
+    return qt_f32_to_f16((float)v);
+}
+
+static uint16_t random_subnormal_half(void) {
+    return (uint16_t)((1 + rng_below(0x3ff)) | (rng_below(2) ? 0x8000 : 0));
+}
+
+enum { ADV_ZERO, ADV_MAX_SCALE, ADV_SUBNORMAL_SCALE, ADV_EXTREMES, ADV_COUNT };
+
+static const char *adv_names[ADV_COUNT] = {"all-zero", "max-scale", "subnormal-scale", "extremes"};
+
+/* Random bytes everywhere, then scales that look like real ones: weights
+ * around 0.01, activations around 0.05; or, one block in four, the scales
+ * of actually quantized normal data. */
+static void fill_random_blocks(const qtype *t, uint8_t *x, uint8_t *y, int nb) {
+    fill_random_bytes(x, t->w_size * (size_t)nb);
+    fill_random_bytes(y, t->a_size * (size_t)nb);
+    const qt_traits *wt = qt_get(t->w), *at = qt_get(t->a);
+    for (int i = 0; i < nb; i++) {
+        uint8_t *xb = x + t->w_size * (size_t)i, *yb = y + t->a_size * (size_t)i;
+        if (rng_below(4) == 0) {
+            float v[32];
+            for (int j = 0; j < 32; j++)
+                v[j] = (float)rng_normal();
+            wt->from_float(v, xb, 32);
+            for (int j = 0; j < 32; j++)
+                v[j] = (float)(rng_normal() * 3.0);
+            at->quantize_act(v, yb, 32);
+            continue;
+        }
+        put16(xb, half_of(rng_normal() * 0.01));
+        put16(yb, half_of(rng_normal() * 0.05));
+        if (t->has_min) {
+            put16(xb + 2, half_of(rng_normal() * 0.1));
+            put16(yb + 2, half_of(rng_normal() * 2.0));
+        }
+    }
+}
+
+static void fill_adversarial_blocks(const qtype *t, int kind, uint8_t *x, uint8_t *y, int nb) {
+    if (kind == ADV_ZERO) {
+        memset(x, 0, t->w_size * (size_t)nb);
+        memset(y, 0, t->a_size * (size_t)nb);
+        return;
+    }
+    fill_random_bytes(x, t->w_size * (size_t)nb);
+    fill_random_bytes(y, t->a_size * (size_t)nb);
+    for (int i = 0; i < nb; i++) {
+        uint8_t *xb = x + t->w_size * (size_t)i, *yb = y + t->a_size * (size_t)i;
+        if (kind == ADV_MAX_SCALE) {
+            /* +-65504, the largest half: products stay far from f32 overflow. */
+            put16(xb, rng_below(2) ? 0x7bff : 0xfbff);
+            put16(yb, rng_below(2) ? 0x7bff : 0xfbff);
+            if (t->has_min) {
+                put16(xb + 2, rng_below(2) ? 0x7bff : 0xfbff);
+                put16(yb + 2, rng_below(2) ? 0x7bff : 0xfbff);
+            }
+        } else if (kind == ADV_SUBNORMAL_SCALE) {
+            put16(xb, random_subnormal_half());
+            put16(yb, random_subnormal_half());
+            if (t->has_min) {
+                put16(xb + 2, random_subnormal_half());
+                put16(yb + 2, random_subnormal_half());
+            }
+        } else {
+            /* Quants at the ends of their ranges: nibbles 0 or 15 (-8 or +7
+             * for Q4_0), 5th bits all clear or all set, bytes -128 or 127,
+             * in every combination, under ordinary scales. */
+            const size_t xq = t->w_size - 32 / (t->w == QT_Q8_0 ? 1 : 2);
+            const int xpat = rng_below(4), ypat = rng_below(3);
+            for (size_t j = xq; j < t->w_size; j++)
+                xb[j] = xpat == 0 ? 0x00 : xpat == 1 ? 0xff : xpat == 2 ? 0x80 : (j & 1 ? 0x0f : 0xf0);
+            if (t->w == QT_Q5_0 || t->w == QT_Q5_1)
+                memset(xb + xq - 4, rng_below(2) ? 0xff : 0x00, 4);
+            for (size_t j = t->a_size - 32; j < t->a_size; j++)
+                yb[j] = ypat == 0 ? 0x80 : ypat == 1 ? 0x7f : (j & 1 ? 0x80 : 0x7f);
+            put16(xb, half_of(rng_normal() * 0.01));
+            put16(yb, half_of(rng_normal() * 0.05));
+        }
+    }
+}
+
+static const int dot_lengths[] = {32, 64, 96, 256, 4096, 4128};
+#define N_DOT_LENGTHS (sizeof dot_lengths / sizeof dot_lengths[0])
+
+static void test_quant_dot(qt_isa isa, const qtype *t) {
+    const qt_kernels *ref = qt_isa_kernels(QT_ISA_SCALAR), *k = qt_isa_kernels(isa);
+    char name[128];
+    const int max_nb = dot_lengths[N_DOT_LENGTHS - 1] / 32;
+    buf bx = buf_new(t->w_size * (size_t)max_nb, 2), by = buf_new(t->a_size * (size_t)max_nb, 2);
+    for (int scenario = -1; scenario < ADV_COUNT; scenario++) {
+        snprintf(name, sizeof name, "%s/vec_dot_%s_%s/%s", set_names[isa], qt_get(t->w)->name,
+                 qt_get(t->a)->name, scenario < 0 ? "random" : adv_names[scenario]);
+        TEST_BEGIN(name);
+        CHECK(k->vec_dot[t->w] != NULL, "no kernel");
+        for (size_t li = 0; li < N_DOT_LENGTHS && k->vec_dot[t->w]; li++) {
+            const int n = dot_lengths[li], nb = n / 32;
+            /* Data at the end of the buffers, so the last block ends at the
+             * end of the allocation. */
+            uint8_t *x = bx.p + t->w_size * (size_t)(max_nb - nb);
+            uint8_t *y = by.p + t->a_size * (size_t)(max_nb - nb);
+            for (int rep = 0; rep < 8; rep++) {
+                if (scenario < 0)
+                    fill_random_blocks(t, x, y, nb);
+                else
+                    fill_adversarial_blocks(t, scenario, x, y, nb);
+                float want = 0.0f, got = 0.0f;
+                ref->vec_dot[t->w](n, &want, x, y);
+                k->vec_dot[t->w](n, &got, x, y);
+                CHECK(same_float(got, want), "n=%d: got %.9g (0x%08x), reference %.9g (0x%08x)", n, got,
+                      qt_f32_bits(got), want, qt_f32_bits(want));
+            }
+        }
+        TEST_END();
+    }
+    free(bx.base);
+    free(by.base);
+}
+
+/* ---- float dot products ------------------------------------------------ */
+
+typedef struct ftype {
+    qt_type t;
+    size_t size;
+} ftype;
+
+static const ftype ftypes[] = {{QT_F32, 4}, {QT_F16, 2}, {QT_BF16, 2}};
+
+static const int float_lengths[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 4096, 4099};
+#define N_FLOAT_LENGTHS (sizeof float_lengths / sizeof float_lengths[0])
+
+static void store_float(qt_type t, uint8_t *p, int i, double v) {
+    if (t == QT_F32) {
+        const float f = (float)v;
+        memcpy(p + 4 * (size_t)i, &f, 4);
+    } else {
+        put16(p + 2 * (size_t)i, t == QT_F16 ? qt_f32_to_f16((float)v) : qt_f32_to_bf16((float)v));
+    }
+}
+
+static double load_float(qt_type t, const uint8_t *p, int i) {
+    if (t == QT_F32) {
+        float f;
+        memcpy(&f, p + 4 * (size_t)i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, p + 2 * (size_t)i, 2);
+    return t == QT_F16 ? qt_f16_to_f32(h) : qt_bf16_to_f32(h);
+}
+
+/* Values for one element: kind -1 is normal data; the rest are the
+ * adversarial kinds, kept where n·max|x·y| stays below FLT_MAX. */
+static double float_value(qt_type t, int kind) {
+    switch (kind) {
+    case ADV_ZERO:
+        return rng_below(2) ? 0.0 : -0.0;
+    case ADV_MAX_SCALE: {
+        const double big = t == QT_F16 ? 65504.0 : 1e16;
+        return rng_below(2) ? big : -big;
+    }
+    case ADV_SUBNORMAL_SCALE:
+        if (t == QT_F16)
+            return qt_f16_to_f32(random_subnormal_half());
+        /* f32 and bf16 share the exponent range: subnormal or tiny normal. */
+        return ldexp(rng_normal(), -120 - rng_below(30));
+    case ADV_EXTREMES:
+        return (rng_below(2) ? 1.0 : -1.0) * (rng_below(2) ? 1e-3 : 1e3);
+    default:
+        return rng_normal();
+    }
+}
+
+static void test_float_dot(qt_isa isa, const ftype *t) {
+    const qt_kernels *ref = qt_isa_kernels(QT_ISA_SCALAR), *k = qt_isa_kernels(isa);
+    char name[128];
+    const int max_n = float_lengths[N_FLOAT_LENGTHS - 1];
+    buf bx = buf_new(t->size * (size_t)max_n, t->size), by = buf_new(t->size * (size_t)max_n, t->size);
+    for (int scenario = -1; scenario < ADV_COUNT; scenario++) {
+        snprintf(name, sizeof name, "%s/vec_dot_%s_%s/%s", set_names[isa], qt_get(t->t)->name,
+                 qt_get(t->t)->name, scenario < 0 ? "random" : adv_names[scenario]);
+        TEST_BEGIN(name);
+        CHECK(k->vec_dot[t->t] != NULL, "no kernel");
+        for (size_t li = 0; li < N_FLOAT_LENGTHS && k->vec_dot[t->t]; li++) {
+            const int n = float_lengths[li];
+            uint8_t *x = bx.p + t->size * (size_t)(max_n - n);
+            uint8_t *y = by.p + t->size * (size_t)(max_n - n);
+            for (int rep = 0; rep < 8; rep++) {
+                double bound = 0.0;
+                for (int i = 0; i < n; i++) {
+                    store_float(t->t, x, i, float_value(t->t, scenario));
+                    store_float(t->t, y, i, float_value(t->t, scenario));
+                    bound += fabs(load_float(t->t, x, i) * load_float(t->t, y, i));
+                }
+                const double tol = (n / 32 + 16) * (double)FLT_EPSILON * bound + n * (double)FLT_TRUE_MIN;
+                float want = 0.0f, got = 0.0f;
+                ref->vec_dot[t->t](n, &want, x, y);
+                k->vec_dot[t->t](n, &got, x, y);
+                CHECK(fabs((double)got - (double)want) <= tol, "n=%d: got %.9g, reference %.9g, tolerance %.3g", n,
+                      got, want, tol);
+            }
+        }
+        TEST_END();
+    }
+    free(bx.base);
+    free(by.base);
+}
+
+/* ---- quantizers -------------------------------------------------------- */
+
+enum { Q_RANDOM, Q_TIES, Q_EDGES, Q_COUNT };
+
+static const char *q_names[Q_COUNT] = {"random", "ties", "edges"};
+
+/* One block of 32 floats of the given flavour.  Ties: amax is 127 or 63.5,
+ * so id is exactly 1 or 2 under both roundings and k + 0.5 (or its half)
+ * lands exactly on .5 after scaling; neighbours one ulp either side too.
+ * Edges: zeros of both signs, lone values, subnormals, FLT_MAX; with
+ * non-finite values only for from_float, whose reference defines bytes for
+ * them (quantize_act's casts a NaN to int8). */
+static void fill_quant_block(float *v, int kind, int act) {
+    if (kind == Q_RANDOM) {
+        const double scale = ldexp(1.0, rng_below(40) - 20);
+        for (int j = 0; j < 32; j++)
+            v[j] = (float)(rng_normal() * scale);
+        return;
+    }
+    if (kind == Q_TIES) {
+        const float div = rng_below(2) ? 1.0f : 2.0f;
+        for (int j = 0; j < 32; j++) {
+            float t = ((float)rng_below(127) + 0.5f) * (rng_below(2) ? 1.0f : -1.0f);
+            const int nudge = rng_below(4);
+            if (nudge == 1)
+                t = nextafterf(t, 0.0f);
+            else if (nudge == 2)
+                t = nextafterf(t, t > 0 ? INFINITY : -INFINITY);
+            v[j] = t / div;
+        }
+        v[rng_below(32)] = (rng_below(2) ? 127.0f : -127.0f) / div;
+        return;
+    }
+    const int e = rng_below(act ? 7 : 10);
+    for (int j = 0; j < 32; j++)
+        v[j] = 0.0f;
+    switch (e) {
+    case 0: /* all +0 */
+        break;
+    case 1: /* zeros of both signs */
+        for (int j = 0; j < 32; j++)
+            v[j] = rng_below(2) ? 0.0f : -0.0f;
+        break;
+    case 2: /* one value, the rest zero */
+        v[rng_below(32)] = (float)rng_normal();
+        break;
+    case 3: /* subnormals only, no zeros: d underflows or 1/d overflows */
+        for (int j = 0; j < 32; j++)
+            v[j] = ldexpf((float)(1 + rng_below(1000)), -149) * (rng_below(2) ? 1.0f : -1.0f);
+        break;
+    case 4: /* tiny normals: 1/d is huge but finite */
+        for (int j = 0; j < 32; j++)
+            v[j] = ldexpf((float)rng_normal(), -120);
+        break;
+    case 5: /* FLT_MAX magnitudes */
+        for (int j = 0; j < 32; j++)
+            v[j] = rng_below(2) ? FLT_MAX : (float)rng_normal() * 1e37f;
+        break;
+    case 6: /* equal magnitudes of both signs */
+        for (int j = 0; j < 32; j++)
+            v[j] = rng_below(2) ? 3.0f : -3.0f;
+        break;
+    case 7: /* an inf */
+        for (int j = 0; j < 32; j++)
+            v[j] = (float)rng_normal();
+        v[rng_below(32)] = rng_below(2) ? INFINITY : -INFINITY;
+        break;
+    case 8: /* a NaN, anywhere: the reference's max depends on where */
+        for (int j = 0; j < 32; j++)
+            v[j] = (float)rng_normal();
+        v[rng_below(32)] = NAN;
+        break;
+    default: /* subnormals with zeros: 0·inf in the reference */
+        for (int j = 0; j < 32; j++)
+            v[j] = rng_below(2) ? 0.0f : ldexpf(1.0f, -140);
+        break;
+    }
+}
+
+static const int quant_lengths[] = {32, 64, 4096};
+
+static void test_quantizer(qt_isa isa, qt_type t, int act) {
+    const qt_kernels *ref = qt_isa_kernels(QT_ISA_SCALAR), *k = qt_isa_kernels(isa);
+    const qt_from_float_fn want_fn = act ? ref->quantize_act[t] : ref->from_float[t];
+    const qt_from_float_fn got_fn = act ? k->quantize_act[t] : k->from_float[t];
+    const size_t bs = t == QT_Q8_0 ? sizeof(qt_block_q8_0) : sizeof(qt_block_q8_1);
+    const int max_n = 4096;
+    float *src = malloc(sizeof(float) * (size_t)max_n);
+    buf want = buf_new(bs * (size_t)max_n / 32, 2), got = buf_new(bs * (size_t)max_n / 32, 2);
+    char name[128];
+    for (int kind = 0; kind < Q_COUNT; kind++) {
+        snprintf(name, sizeof name, "%s/%s_%s/%s", set_names[isa], act ? "quantize_act" : "from_float",
+                 qt_get(t)->name, q_names[kind]);
+        TEST_BEGIN(name);
+        CHECK(got_fn != NULL && want_fn != NULL, "no kernel");
+        for (size_t li = 0; li < sizeof quant_lengths / sizeof quant_lengths[0] && got_fn && want_fn; li++) {
+            const int n = quant_lengths[li];
+            for (int rep = 0; rep < 16; rep++) {
+                for (int b = 0; b < n / 32; b++)
+                    fill_quant_block(src + 32 * b, kind, act);
+                const size_t nbytes = bs * (size_t)n / 32;
+                uint8_t *w = want.p + bs * (size_t)(max_n - n) / 32, *g = got.p + bs * (size_t)(max_n - n) / 32;
+                memset(w, 0xa5, nbytes);
+                memset(g, 0x5a, nbytes);
+                want_fn(src, w, n);
+                got_fn(src, g, n);
+                size_t at = 0;
+                while (at < nbytes && w[at] == g[at])
+                    at++;
+                CHECK(at == nbytes, "n=%d: first difference in block %zu, byte %zu: got 0x%02x, reference 0x%02x",
+                      n, at / bs, at % bs, at < nbytes ? g[at] : 0, at < nbytes ? w[at] : 0);
+            }
+        }
+        TEST_END();
+    }
+    free(src);
+    free(want.base);
+    free(got.base);
+}
+
+/* ---- dispatch ---------------------------------------------------------- */
+
+static void features_from_bits(qt_cpu_features *f, unsigned bits) {
+    bool *flags[] = {&f->avx2, &f->fma, &f->f16c, &f->avx512f, &f->avx512bw,
+                     &f->avx512vl, &f->avx512dq, &f->avx512vnni, &f->avxvnni, &f->avx512bf16};
+    for (unsigned i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        *flags[i] = (bits >> i) & 1u;
+}
+
+static void test_dispatch(const char *self) {
+    TEST_BEGIN("dispatch/choose_never_exceeds_cpu");
+    static const char *requests[] = {NULL, "scalar", "avx2", "avx512", "", "AVX2", "neon"};
+    for (unsigned bits = 0; bits < 1024; bits++) {
+        qt_cpu_features f;
+        features_from_bits(&f, bits);
+        for (size_t r = 0; r < sizeof requests / sizeof requests[0]; r++) {
+            const qt_isa got = qt_isa_choose(&f, requests[r]);
+            const char *req = requests[r] ? requests[r] : "(none)";
+            CHECK(qt_isa_supported(&f, got), "features 0x%x, request %s: chose unsupported %s", bits, req,
+                  set_names[got]);
+            /* The spec: the fastest supported set at or below the named
+             * level, where a level includes its VNNI set. */
+            qt_isa cap = QT_ISA_AVX512_VNNI;
+            if (strcmp(req, "scalar") == 0)
+                cap = QT_ISA_SCALAR;
+            else if (strcmp(req, "avx2") == 0)
+                cap = QT_ISA_AVX2_VNNI;
+            qt_isa want = QT_ISA_SCALAR;
+            for (int isa = 0; isa <= (int)cap; isa++)
+                if (qt_isa_supported(&f, (qt_isa)isa))
+                    want = (qt_isa)isa;
+            CHECK(got == want, "features 0x%x, request %s: chose %s, want %s", bits, req, set_names[got],
+                  set_names[want]);
+        }
+    }
+    qt_cpu_features none;
+    features_from_bits(&none, 0);
+    CHECK(qt_isa_choose(&none, "avx512") == QT_ISA_SCALAR, "a featureless CPU gets scalar");
+    qt_cpu_features avx512_no_os;
+    features_from_bits(&avx512_no_os, 0x7); /* AVX2 only, as when the OS lacks ZMM state */
+    CHECK(qt_isa_choose(&avx512_no_os, "avx512") <= QT_ISA_AVX2_VNNI, "no AVX-512 state, no AVX-512");
+    TEST_END();
+
+    TEST_BEGIN("dispatch/active_set");
+    const qt_isa active = qt_isa_active();
+    CHECK(qt_isa_supported(qt_cpu(), active), "active set %s is not supported here", set_names[active]);
+    const char *env = getenv("QLM_ISA");
+    CHECK(active == qt_isa_choose(qt_cpu(), env), "active set differs from the choice for QLM_ISA=%s",
+          env ? env : "(unset)");
+    CHECK(qt_isa_name() && strcmp(qt_isa_name(), set_names[active]) == 0, "qt_isa_name %s, active %s",
+          qt_isa_name() ? qt_isa_name() : "(null)", set_names[active]);
+    /* The traits table carries the active set's kernels, and the reference
+     * where the set has none. */
+    const qt_kernels *k = qt_isa_kernels(active), *ref = qt_isa_kernels(QT_ISA_SCALAR);
+    for (int t = 0; t < QT_COUNT; t++) {
+        const qt_traits *tr = qt_get((uint32_t)t);
+        if (!tr)
+            continue;
+        if (ref->vec_dot[t])
+            CHECK(tr->vec_dot == (k->vec_dot[t] ? k->vec_dot[t] : ref->vec_dot[t]), "%s: vec_dot not patched",
+                  tr->name);
+        if (ref->quantize_act[t])
+            CHECK(tr->quantize_act == (k->quantize_act[t] ? k->quantize_act[t] : ref->quantize_act[t]),
+                  "%s: quantize_act not patched", tr->name);
+        if (ref->from_float[t])
+            CHECK(tr->from_float == (k->from_float[t] ? k->from_float[t] : ref->from_float[t]),
+                  "%s: from_float not patched", tr->name);
+    }
+    TEST_END();
+
+    /* QLM_ISA is read once per process, so ask fresh processes. */
+    static const char *levels[] = {"scalar", "avx2", "avx512", "bogus"};
+    char got[4][64];
+    for (size_t i = 0; i < 4; i++) {
+        char cmd[4200];
+        got[i][0] = 0;
+        if (strchr(self, '\'') != NULL) {
+            printf("SKIP dispatch/qlm_isa_env: cannot quote the test's path\n");
+            return;
+        }
+        snprintf(cmd, sizeof cmd, "QLM_ISA=%s '%s' --isa-name 2>/dev/null", levels[i], self);
+        FILE *p = popen(cmd, "r");
+        if (p && !fgets(got[i], sizeof got[i], p))
+            got[i][0] = 0;
+        const int status = p ? pclose(p) : -1;
+        /* 126/127: the shell could not run us at all (qemu-user without
+         * binfmt, for one); that says nothing about dispatch. */
+        if (!p || (WIFEXITED(status) && (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127))) {
+            printf("SKIP dispatch/qlm_isa_env: cannot run the test binary as a child here\n");
+            return;
+        }
+        got[i][strcspn(got[i], "\n")] = 0;
+    }
+    TEST_BEGIN("dispatch/qlm_isa_env");
+    for (size_t i = 0; i < 4; i++) {
+        const char *want = set_names[qt_isa_choose(qt_cpu(), levels[i])];
+        CHECK(strcmp(got[i], want) == 0, "QLM_ISA=%s: child runs %s, want %s", levels[i], got[i], want);
+    }
+    TEST_END();
+}
+
+/* /proc/cpuinfo's flags come from the same CPUID bits, cleared by the
+ * kernel when it does not save the registers: they must agree. */
+static void test_features(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) {
+        printf("SKIP cpu/features_match_proc_cpuinfo: no /proc/cpuinfo\n");
+        return;
+    }
+    static char line[8192];
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "flags", 5) == 0) {
+            found = 1;
+            break;
+        }
+    fclose(f);
+#if defined(__x86_64__)
+    if (!found) {
+        printf("SKIP cpu/features_match_proc_cpuinfo: no flags line\n");
+        return;
+    }
+    TEST_BEGIN("cpu/features_match_proc_cpuinfo");
+    const qt_cpu_features *c = qt_cpu();
+    const struct {
+        const char *flag;
+        bool have;
+    } flags[] = {
+        {"avx2", c->avx2},         {"fma", c->fma},           {"f16c", c->f16c},
+        {"avx512f", c->avx512f},   {"avx512bw", c->avx512bw}, {"avx512vl", c->avx512vl},
+        {"avx512dq", c->avx512dq}, {"avx512_vnni", c->avx512vnni}, {"avx_vnni", c->avxvnni},
+        {"avx512_bf16", c->avx512bf16},
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        char word[64];
+        snprintf(word, sizeof word, " %s ", flags[i].flag);
+        line[strcspn(line, "\n")] = ' ';
+        const bool listed = strstr(line, word) != NULL;
+        CHECK(listed == flags[i].have, "%s: /proc/cpuinfo says %d, qt_cpu says %d", flags[i].flag, listed,
+              flags[i].have);
+    }
+    TEST_END();
+#else
+    (void)found;
+    TEST_BEGIN("cpu/no_x86_features_elsewhere");
+    const qt_cpu_features *c = qt_cpu();
+    CHECK(!c->avx2 && !c->avx512f, "x86 features reported off x86");
+    TEST_END();
+#endif
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--isa-name") == 0) {
+        printf("%s\n", qt_isa_name());
+        return 0;
+    }
+    test_features();
+    test_dispatch(argv[0]);
+    for (int isa = QT_ISA_AVX2; isa < QT_ISA_COUNT; isa++) {
+        if (!qt_isa_supported(qt_cpu(), (qt_isa)isa)) {
+            printf("SKIP %s: %s\n", set_names[isa],
+                   qt_isa_kernels((qt_isa)isa) ? "this CPU lacks it" : "not built for this architecture");
+            continue;
+        }
+        for (size_t i = 0; i < sizeof qtypes / sizeof qtypes[0]; i++)
+            test_quant_dot((qt_isa)isa, &qtypes[i]);
+        for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
+            test_float_dot((qt_isa)isa, &ftypes[i]);
+        for (int act = 0; act < 2; act++) {
+            test_quantizer((qt_isa)isa, QT_Q8_0, act);
+            test_quantizer((qt_isa)isa, QT_Q8_1, act);
+        }
+    }
+    TEST_EXIT();
+}
