@@ -3,11 +3,12 @@
 #   make run    build, fetch the default model, answer a sample prompt
 #   make test   unit and integration tests; ends with "N passed, N failed"
 #   make conformance   slow checks against llama.cpp fixtures on real models
+#   make test-asan     the test suite built with AddressSanitizer + UBSan
 
 CC      ?= gcc
 OPT     ?= -O2
-CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -D_GNU_SOURCE -fopenmp -MMD -MP -I.
-LDLIBS  += -fopenmp -lhwloc -lxxhash -lm
+CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -D_GNU_SOURCE -fopenmp -MMD -MP -I. $(SAN)
+LDLIBS  += -fopenmp -lhwloc -lxxhash -lm $(SAN)
 BUILD   ?= build
 DEB_PKGS = libopenblas-dev libhwloc-dev libxxhash-dev libgomp1
 
@@ -21,7 +22,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 DEFAULT_MODEL = models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-.PHONY: all setup run model test conformance check-layers clean
+.PHONY: all setup run model test test-asan conformance check-layers clean
 all: qlm
 
 # Only quant's ISA files get -m flags; each is compiled for its own ISA and
@@ -68,14 +69,29 @@ model: $(DEFAULT_MODEL)
 $(DEFAULT_MODEL):
 	sh tools/fetch_model.sh smollm2 models
 
+# The default model is an instruct model: the sample prompt carries its
+# ChatML markup (qlm run parses control tokens in prompts, as llama.cpp does).
 run: qlm $(DEFAULT_MODEL)
-	./qlm run -m $(DEFAULT_MODEL) -n 64 --temp 0 -p "Write one sentence about the sea."
+	./qlm run -m $(DEFAULT_MODEL) -n 128 --temp 0 \
+	    -p "$$(printf '<|im_start|>user\nWrite one sentence about the sea.<|im_end|>\n<|im_start|>assistant\n')"
+	@echo
 
 test: qlm $(TEST_BIN)
 	@sh tests/run.sh $(BUILD)
 
 conformance: qlm $(TEST_BIN) $(DEFAULT_MODEL)
 	@QLM_CONFORMANCE=1 sh tests/run.sh $(BUILD)
+
+# The same suite under AddressSanitizer and UBSan, in its own build tree;
+# the shell tests run the sanitized ./qlm through $QLM.
+ASAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+test-asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 SAN="$(ASAN_FLAGS)" build-asan/qlm-asan \
+	    $(TEST_SRC:tests/%.c=build-asan/tests/%)
+	@ASAN_OPTIONS=detect_leaks=1 QLM=build-asan/qlm-asan sh tests/run.sh build-asan
+
+$(BUILD)/qlm-asan: $(BUILD)/tools/qlm.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Includes point down only: tools -> src -> ggml-lite -> quant.
 check-layers:

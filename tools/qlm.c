@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "quant/cpu.h"
 #include "src/cli.h"
 #include "tools/tools.h"
 
@@ -37,7 +38,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("qlm %s\n", QLM_VERSION);
+        printf("qlm %s (kernels: %s)\n", QLM_VERSION, qt_isa_name());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
