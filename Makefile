@@ -33,6 +33,7 @@ all: qlm
 ifneq ($(filter x86_64-%,$(shell $(CC) -dumpmachine)),)
 $(BUILD)/quant/x86_avx2.o:   ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx512.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+$(BUILD)/quant/x86_avx512_f32.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
 endif
 
 $(BUILD)/%.o: %.c | setup

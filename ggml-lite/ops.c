@@ -54,8 +54,12 @@ void gl_swiglu(float *g, const float *u, int64_t n)
 {
     /* ggml_vec_swiglu_f32: vector exp on 16-wide chunks, libm on the tail */
     int64_t i = 0;
-    for (; i + 15 < n; i += 16)
-        for (int l = 0; l < 16; l++) g[i + l] = g[i + l] / (1.0f + gl_expf(0.0f - g[i + l])) * u[i + l];
+    for (; i + 15 < n; i += 16) {
+        float e[16];
+        for (int l = 0; l < 16; l++) e[l] = 0.0f - g[i + l];
+        gl_expf16(e, e);
+        for (int l = 0; l < 16; l++) g[i + l] = g[i + l] / (1.0f + e[l]) * u[i + l];
+    }
     for (; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 

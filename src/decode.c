@@ -90,6 +90,7 @@ void qlm_ctx_free(qlm_ctx *c)
 }
 
 int qlm_ctx_n_ctx(const qlm_ctx *c) { return c->kv.n_ctx; }
+int qlm_ctx_n_threads(const qlm_ctx *c) { return c->n_threads; }
 qlm_kv *qlm_ctx_kv(qlm_ctx *c) { return &c->kv; }
 
 const float *qlm_logits(const qlm_ctx *c, int i)
@@ -127,7 +128,7 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
                     s[j] = -INFINITY;
                     continue;
                 }
-                s[j] = gl_dot_f32(D, qlm_kv_k(&c->kv, layer, j) + kvo, 1, q) * scale;
+                s[j] = gl_dot_f32(D, qlm_kv_k(&c->kv, layer, j) + kvo, q) * scale;
                 last = j;
             }
             gl_softmax_ggml(s, n_kv);
@@ -137,8 +138,7 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
              * left out so that unwritten cache memory is never read. */
             const int n_read = last < 0 ? 0 : (T > 1 ? (last / 16 + 1) * 16 : (last / 64 + 1) * 64);
             const int n_dot = n_read < n_kv ? n_read : n_kv;
-            for (int d = 0; d < D; d++)
-                o[d] = T > 1 ? gl_dot_f32_tile16(n_dot, v0 + d, KD, s) : gl_dot_f32(n_dot, v0 + d, KD, s);
+            gl_pv(n_dot, D, v0, KD, s, o, T > 1);
         }
     }
 }

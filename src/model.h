@@ -86,6 +86,7 @@ typedef struct qlm_ctx_params {
 int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_err *err);
 void qlm_ctx_free(qlm_ctx *c);
 int qlm_ctx_n_ctx(const qlm_ctx *c);
+int qlm_ctx_n_threads(const qlm_ctx *c);
 qlm_kv *qlm_ctx_kv(qlm_ctx *c);
 
 /* Runs the batch through the model, storing K/V in the cache.  Batches

@@ -17,6 +17,7 @@ static const struct {
     {"run", qlm_cmd_run, "generate text from a prompt (-p, -f or stdin)"},
     {"inspect", qlm_cmd_inspect, "print a GGUF file's metadata and tensor table"},
     {"tokenize", qlm_cmd_tokenize, "print the token ids of a text"},
+    {"bench", qlm_cmd_bench, "measure prompt processing and generation speed"},
 };
 
 static void usage(FILE *f)

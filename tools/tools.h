@@ -4,5 +4,6 @@
 
 int qlm_cmd_inspect(int argc, char **argv);
 int qlm_cmd_tokenize(int argc, char **argv);
+int qlm_cmd_bench(int argc, char **argv);
 
 #endif

@@ -1,0 +1,42 @@
+/* f32ops.h - float kernels in the summation order of llama.cpp's AVX-512
+ * build: its vec_dot_f32, its tinyBLAS tile, its vector exp.
+ *
+ * They live in quant/ because they need FMA and wide vectors (only quant's
+ * ISA files may use those), and they must round exactly as the reference
+ * here does on every CPU: the models we match are chaotic at the ulp level
+ * (see quant/ref.c).  The scalar versions are the reference; an ISA version
+ * returns identical bits. */
+#ifndef QLM_QT_F32OPS_H
+#define QLM_QT_F32OPS_H
+
+#include <stdint.h>
+
+typedef enum qt_pv_order {
+    QT_PV_VECDOT, /* ggml_vec_dot_f32: 4 x 16 lanes over 64-wide steps */
+    QT_PV_TILE16, /* tinyBLAS: 16 lanes over 16-wide steps */
+} qt_pv_order;
+
+typedef struct qt_f32_ops {
+    const char *name;
+    /* ggml_vec_dot_f32 of x and y (n elements). */
+    float (*dot)(int n, const float *x, const float *y);
+    /* out[k] = sum_j p[j] * v[j * ldv + k] for k < d, each sum in the lane
+     * order `order` over j < n (n a multiple of 64, resp. 16). */
+    void (*pv)(int n, int d, const float *v, int64_t ldv, const float *p, float *out,
+               qt_pv_order order);
+    /* y[i] = ggml_v_expf(x[i]) for 16 values (y may be x). */
+    void (*exp16)(const float *x, float *y);
+} qt_f32_ops;
+
+/* The reference (scalar) set and the one chosen for this CPU. */
+const qt_f32_ops *qt_f32_ref(void);
+const qt_f32_ops *qt_f32(void);
+
+/* _mm512_reduce_add_ps as GCC expands it. */
+float qt_reduce16(const float a[16]);
+
+#if defined(__x86_64__)
+extern const qt_f32_ops qt_f32_avx512;
+#endif
+
+#endif

@@ -1,0 +1,94 @@
+/* x86_avx512_f32.c - the float kernels of f32ops.h with AVX-512, doing the
+ * very operations llama.cpp's AVX-512 build does, so results are identical
+ * to the reference in f32ops.c. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <string.h>
+
+#include "f32ops.h"
+
+/* GCC's _mm512_reduce_add_ps, spelled out so the order is ours to keep. */
+static inline float reduce16(__m512 a)
+{
+    const __m256 t = _mm256_add_ps(_mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(a));
+    const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
+    const __m128 v = _mm_add_ps(u, _mm_permute_ps(u, 0x4e));
+    return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 0x55)));
+}
+
+static float dot(int n, const float *x, const float *y)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    const int np = n & ~63;
+    for (int i = 0; i < np; i += 64) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), s1);
+        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 32), _mm512_loadu_ps(y + i + 32), s2);
+        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 48), _mm512_loadu_ps(y + i + 48), s3);
+    }
+    s0 = _mm512_add_ps(s0, s2);
+    s1 = _mm512_add_ps(s1, s3);
+    float sum = reduce16(_mm512_add_ps(s0, s1));
+    for (int e = np; e < n; e++) sum = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x[e]), _mm_set_ss(y[e]), _mm_set_ss(sum)));
+    return sum;
+}
+
+/* Vectorised over k (the head dimension): lane slot j % lanes keeps its own
+ * accumulator row, exactly the lane a ggml kernel would put cell j in. */
+static void pv(int n, int d, const float *v, int64_t ldv, const float *p, float *out, qt_pv_order order)
+{
+    const int lanes = order == QT_PV_TILE16 ? 16 : 64;
+    for (int k0 = 0; k0 < d; k0 += 16) {
+        const int w = d - k0 < 16 ? d - k0 : 16;
+        const __mmask16 m = (__mmask16)((1u << w) - 1);
+        __m512 acc[64];
+        for (int l = 0; l < lanes; l++) acc[l] = _mm512_setzero_ps();
+        for (int j = 0; j < n; j++) {
+            const __m512 vj = _mm512_maskz_loadu_ps(m, v + j * ldv + k0);
+            acc[j % lanes] = _mm512_fmadd_ps(vj, _mm512_set1_ps(p[j]), acc[j % lanes]);
+        }
+        if (order == QT_PV_VECDOT) {
+            for (int l = 0; l < 16; l++) {
+                acc[l] = _mm512_add_ps(acc[l], acc[32 + l]);
+                acc[16 + l] = _mm512_add_ps(acc[16 + l], acc[48 + l]);
+            }
+            for (int l = 0; l < 16; l++) acc[l] = _mm512_add_ps(acc[l], acc[16 + l]);
+        }
+        /* reduce16 across the 16 lane slots, per k: transpose-free by
+         * following the same pairing tree on whole vectors. */
+        __m512 t[8], u[4];
+        for (int q = 0; q < 8; q++) t[q] = _mm512_add_ps(acc[q + 8], acc[q]);
+        for (int q = 0; q < 4; q++) u[q] = _mm512_add_ps(t[q + 4], t[q]);
+        const __m512 v0 = _mm512_add_ps(u[0], u[2]), v1 = _mm512_add_ps(u[1], u[3]);
+        _mm512_mask_storeu_ps(out + k0, m, _mm512_add_ps(v0, v1));
+    }
+}
+
+static void exp16(const float *x, float *y)
+{
+    const __m512 xv = _mm512_loadu_ps(x);
+    const __m512 r = _mm512_set1_ps(0x1.8p23f);
+    const __m512 z = _mm512_fmadd_ps(xv, _mm512_set1_ps(0x1.715476p+0f), r);
+    const __m512 n = _mm512_sub_ps(z, r);
+    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), xv));
+    const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
+    const __m512 u = _mm512_mul_ps(b, b);
+    const __m512 j = _mm512_fmadd_ps(
+        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+    __m512 res = _mm512_scalef_ps(j, n);
+    if (big) {
+        const __m512 alt = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ),
+                                                _mm512_set1_ps(__builtin_inff()), _mm512_setzero_ps());
+        res = _mm512_mask_blend_ps(big, res, alt);
+    }
+    _mm512_storeu_ps(y, res);
+}
+
+const qt_f32_ops qt_f32_avx512 = {.name = "avx512", .dot = dot, .pv = pv, .exp16 = exp16};
+
+#else
+typedef int qt_x86_avx512_f32_unused;
+#endif
