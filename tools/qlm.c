@@ -18,6 +18,7 @@ static const struct {
     {"inspect", qlm_cmd_inspect, "print a GGUF file's metadata and tensor table"},
     {"tokenize", qlm_cmd_tokenize, "print the token ids of a text"},
     {"bench", qlm_cmd_bench, "measure prompt processing and generation speed"},
+    {"perplexity", qlm_cmd_perplexity, "score a text like llama-perplexity"},
 };
 
 static void usage(FILE *f)

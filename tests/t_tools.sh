@@ -1,0 +1,37 @@
+#!/bin/sh
+# qlm bench and qlm perplexity on a generated tiny model: they run, print
+# what their users parse, and refuse bad input with the documented codes.
+BUILD=${1:-build}
+QLM=${QLM:-./qlm}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$BUILD/tests/test_model" --write-tiny "$tmp/tiny.gguf" || { echo "FAIL tools_setup: cannot write tiny model"; exit 1; }
+M="$tmp/tiny.gguf"
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+
+i=0; while [ $i -lt 40 ]; do echo "the quick brown fox jumps over the lazy dog $i"; i=$((i+1)); done > "$tmp/text.txt"
+$QLM perplexity -m "$M" -f "$tmp/text.txt" -c 64 -t 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+ppl=$(sed -n 's/^Final estimate: PPL = \([0-9.]*\) +\/- [0-9.]*$/\1/p' "$tmp/out")
+# A random model is near-uniform over 258 tokens: perplexity within a few x of that.
+if [ $rc = 0 ] && [ -n "$ppl" ] && awk -v p="$ppl" 'BEGIN { exit !(p > 20 && p < 5000) }'; then pass perplexity_runs
+else fail perplexity_runs "rc=$rc ppl='$ppl' $(head -2 "$tmp/err")"; fi
+
+$QLM perplexity -m "$M" -f "$tmp/text.txt" -c 100000 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 2 ] && grep -q '^qlm: error: .*less than one chunk' "$tmp/err"; then pass perplexity_text_too_short
+else fail perplexity_text_too_short "rc=$rc $(head -1 "$tmp/err")"; fi
+
+$QLM bench -m "$M" -p 32 -n 8 -r 2 -o json >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && python3 -c '
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["test"] for r in rows] == ["pp32", "tg8"], rows
+assert all(r["avg_ts"] > 0 and r["reps"] == 2 for r in rows), rows
+' "$tmp/out" 2>"$tmp/py"; then pass bench_json; else fail bench_json "rc=$rc $(tail -1 "$tmp/py")"; fi
+
+$QLM bench -m "$M" -p 16,32 -n 0 -r 1 -o csv >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(wc -l < "$tmp/out")" = 3 ] && grep -q ',pp16,' "$tmp/out" && grep -q ',pp32,' "$tmp/out"; then pass bench_csv_lists
+else fail bench_csv_lists "rc=$rc $(cat "$tmp/out" | head -3)"; fi
+
+$QLM bench -m "$M" -p x >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ]; then pass bench_bad_list; else fail bench_bad_list "rc=$rc"; fi
+exit 0
