@@ -16,6 +16,7 @@
 #include "json.h"
 #include "model.h"
 #include "sample.h"
+#include "stop.h"
 #include "tokenizer.h"
 
 /* The one piece of process-wide state the CLI needs: set by the SIGINT
@@ -33,6 +34,8 @@ typedef struct run_opts {
     int n_predict, n_ctx, n_threads, n_batch;
     qlm_sampler_params sp;
     bool json, verbose;
+    const char *stops[16];
+    int n_stops;
 } run_opts;
 
 static void run_usage(FILE *f)
@@ -58,6 +61,8 @@ static void run_usage(FILE *f)
         "      --min-p X           drop tokens below X times the top probability (default 0.05)\n"
         "      --repeat-penalty X  penalise recent tokens (default 1.0 = off)\n"
         "      --repeat-last-n N   how many recent tokens are penalised (default 64)\n"
+        "      --stop STR          stop when the generated text contains STR (repeatable;\n"
+        "                          STR itself is not printed)\n"
         "      --json              print one JSON object: text, tokens, timings, stop reason\n"
         "  -v, --verbose           log loading and timings to stderr\n"
         "\n"
@@ -86,6 +91,12 @@ static int parse_args(int argc, char **argv, run_opts *o)
         if (IS("-m", "--model")) o->model = v;
         else if (IS("-p", "--prompt")) o->prompt = v;
         else if (IS("-f", "--file")) o->prompt_file = v;
+        else if (IS("--stop", NULL)) {
+            if (o->n_stops == (int)(sizeof o->stops / sizeof o->stops[0]))
+                return qlm_cli_error(QLM_EUSAGE, "--stop: at most %d stop strings", o->n_stops);
+            if (!*v) return qlm_cli_error(QLM_EUSAGE, "--stop: empty string");
+            o->stops[o->n_stops++] = v;
+        }
         else if (IS("-n", "--n-predict")) {
             if (!qlm_cli_int(a, v, -1, 1 << 30, &l)) return QLM_EUSAGE;
             o->n_predict = (int)l;
@@ -181,15 +192,15 @@ static int read_prompt(const run_opts *o, char **text, size_t *len)
 }
 
 typedef struct out_state {
-    bool json, broken_pipe;
+    bool json, broken_pipe, stopped;
+    qlm_stopper stop;
     char *text;
     size_t len, cap;
 } out_state;
 
-static int on_token(void *user, int32_t tok, const char *piece, size_t n)
+/* Shows released text: into the JSON buffer or straight to stdout. */
+static int emit(out_state *o, const char *piece, size_t n)
 {
-    (void)tok;
-    out_state *o = user;
     if (o->json) {
         if (o->len + n > o->cap) {
             size_t cap = (o->cap + n) * 2;
@@ -203,6 +214,21 @@ static int on_token(void *user, int32_t tok, const char *piece, size_t n)
     } else if (n && (fwrite(piece, 1, n, stdout) != n || fflush(stdout))) {
         /* The reader went away (`| head`): stop quietly, not an error. */
         o->broken_pipe = true;
+        return 1;
+    }
+    return 0;
+}
+
+static int on_token(void *user, int32_t tok, const char *piece, size_t n)
+{
+    (void)tok;
+    out_state *o = user;
+    const char *rel;
+    size_t rn;
+    const int hit = qlm_stopper_feed(&o->stop, piece, n, &rel, &rn);
+    if (hit < 0 || emit(o, rel, rn)) return 1;
+    if (hit) {
+        o->stopped = true;
         return 1;
     }
     return interrupted;
@@ -226,6 +252,7 @@ int qlm_cmd_run(int argc, char **argv)
     int32_t *ids = NULL;
     size_t n_ids = 0;
     out_state out = {.json = o.json};
+    qlm_stopper_init(&out.stop, o.stops, o.n_stops);
     double t0 = qlm_now_ms();
     if ((rc = qlm_model_load(&m, o.model, &err))) goto fail;
     qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads};
@@ -247,14 +274,21 @@ int qlm_cmd_run(int argc, char **argv)
     qlm_gen_stats st;
     rc = qlm_generate(ctx, m, ids, (int)n_ids, o.n_predict, smp, on_token, &out, &st, &err);
     if (rc) goto fail;
+    if (!out.stopped && !out.broken_pipe) {
+        const char *rest;
+        size_t rest_n;
+        qlm_stopper_flush(&out.stop, &rest, &rest_n);
+        emit(&out, rest, rest_n);
+    }
     if (out.broken_pipe) goto done;
+    const char *stop_name = out.stopped ? "stop" : qlm_stop_name(st.stop);
     if (o.json) {
         printf("{\"text\":");
         qlm_json_str(stdout, out.text ? out.text : "", out.len);
         printf(",\"stop_reason\":\"%s\",\"tokens\":{\"prompt\":%d,\"generated\":%d},"
                "\"timings\":{\"load_ms\":%.3f,\"prompt_ms\":%.3f,\"generate_ms\":%.3f,"
                "\"prompt_tokens_per_s\":%.3f,\"generate_tokens_per_s\":%.3f}}\n",
-               qlm_stop_name(st.stop), st.n_prompt, st.n_gen, load_ms, st.prompt_ms, st.gen_ms,
+               stop_name, st.n_prompt, st.n_gen, load_ms, st.prompt_ms, st.gen_ms,
                st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0,
                st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0);
         fflush(stdout);
@@ -263,13 +297,14 @@ int qlm_cmd_run(int argc, char **argv)
         fprintf(stderr, "\nqlm: prompt %d tokens in %.0f ms (%.1f t/s), generated %d tokens in %.0f ms "
                 "(%.1f t/s), stop: %s\n", st.n_prompt, st.prompt_ms,
                 st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen, st.gen_ms,
-                st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, qlm_stop_name(st.stop));
+                st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, stop_name);
     }
-    if (st.stop == QLM_STOP_CALLER && interrupted) rc = QLM_EINTR;
+    if (st.stop == QLM_STOP_CALLER && interrupted && !out.stopped) rc = QLM_EINTR;
 done:
     qlm_sampler_free(smp);
     free(ids);
     free(out.text);
+    qlm_stopper_free(&out.stop);
     qlm_ctx_free(ctx);
     qlm_model_free(m);
     free(text);

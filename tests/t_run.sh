@@ -63,6 +63,22 @@ if [ $rc = 124 ]; then fail run_closed_stdin "blocked"; else expect_error run_cl
 timeout 20 $QLM run -m "$M" -n 4 </dev/null >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect_error run_empty_prompt 1
 
+# --stop matches generated text: output is everything before the first
+# occurrence, whichever tokens the stop string straddles.
+$QLM run -m "$M" -p "hello" -n 40 --temp 0 >"$tmp/full" 2>/dev/null
+python3 -c '
+import sys
+t = open(sys.argv[1], "rb").read()
+i = len(t) // 2
+while i < len(t) - 3 and (0 in t[i:i+3] or 10 in t[i:i+3]): i += 1
+open(sys.argv[2], "wb").write(t[i:i+3])' "$tmp/full" "$tmp/stopstr"
+$QLM run -m "$M" -p "hello" -n 40 --temp 0 --stop "$(cat "$tmp/stopstr")" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && python3 -c '
+import sys
+full, out, stop = (open(f, "rb").read() for f in sys.argv[1:4])
+assert len(stop) == 3 and out == full[:full.index(stop)], (out, full, stop)
+' "$tmp/full" "$tmp/out" "$tmp/stopstr" 2>"$tmp/py"; then pass run_stop_string; else fail run_stop_string "rc=$rc $(tail -1 "$tmp/py")"; fi
+
 $QLM nonsense >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect_error unknown_command 1
 exit 0
