@@ -4,6 +4,7 @@
 #   make test   unit and integration tests; ends with "N passed, N failed"
 #   make conformance   slow checks against llama.cpp fixtures on real models
 #   make test-asan     the test suite built with AddressSanitizer + UBSan
+#   make fuzz-smoke    each libFuzzer target for FUZZ_SECONDS (clang)
 
 CC      ?= gcc
 OPT     ?= -O2
@@ -22,7 +23,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 DEFAULT_MODEL = models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-.PHONY: all setup run model test test-asan conformance check-layers clean
+.PHONY: all setup run model test test-asan conformance fuzz-build fuzz-smoke check-layers clean
 all: qlm
 
 # Only quant's ISA files get -m flags; each is compiled for its own ISA and
@@ -33,6 +34,8 @@ all: qlm
 ifneq ($(filter x86_64-%,$(shell $(CC) -dumpmachine)),)
 $(BUILD)/quant/x86_avx2.o:   ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx512.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+$(BUILD)/quant/x86_avx2_k.o:   ISAFLAGS = -mavx2 -mfma -mf16c
+$(BUILD)/quant/x86_avx512_k.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx512_f32.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
 endif
 
@@ -93,6 +96,28 @@ test-asan:
 
 $(BUILD)/qlm-asan: $(BUILD)/tools/qlm.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c) over a clang-built library; the
+# smoke run starts from the committed seeds and keeps its corpus in
+# build-fuzz/, so repeated runs accumulate.
+FUZZ_SECONDS ?= 20
+FUZZ_TARGETS = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all
+fuzz-build:
+	$(MAKE) BUILD=build-fuzz CC=clang OPT=-O1 SAN="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" build-fuzz/libqlm.a
+	for t in $(FUZZ_TARGETS); do \
+	  clang -std=c11 -O1 -g -D_GNU_SOURCE -I. -fopenmp -fsanitize=fuzzer $(FUZZ_SAN) \
+	    tests/fuzz/fuzz_$$t.c build-fuzz/libqlm.a -lhwloc -lxxhash -lm -o build-fuzz/fuzz_$$t || exit 1; \
+	done
+
+fuzz-smoke: fuzz-build
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus-$$t; \
+	  build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    build-fuzz/corpus-$$t tests/fuzz/corpus/$$t 2>build-fuzz/fuzz_$$t.log || \
+	    { tail -40 build-fuzz/fuzz_$$t.log; exit 1; }; \
+	  grep -E 'stat::number_of_executed_units|cov:' build-fuzz/fuzz_$$t.log | tail -2; \
+	done
 
 # Includes point down only: tools -> src -> ggml-lite -> quant.
 check-layers:

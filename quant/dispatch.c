@@ -22,14 +22,21 @@ static const qt_kernels scalar_kernels = {
         [QT_Q5_0] = qt_vec_dot_q5_0_q8_0,
         [QT_Q5_1] = qt_vec_dot_q5_1_q8_1,
         [QT_Q8_0] = qt_vec_dot_q8_0_q8_0,
+        [QT_Q2_K] = qt_vec_dot_q2_K_q8_K,
+        [QT_Q3_K] = qt_vec_dot_q3_K_q8_K,
+        [QT_Q4_K] = qt_vec_dot_q4_K_q8_K,
+        [QT_Q5_K] = qt_vec_dot_q5_K_q8_K,
+        [QT_Q6_K] = qt_vec_dot_q6_K_q8_K,
     },
     .from_float = {
         [QT_Q8_0] = qt_from_float_q8_0,
         [QT_Q8_1] = qt_from_float_q8_1,
+        [QT_Q8_K] = qt_from_float_q8_K,
     },
     .quantize_act = {
         [QT_Q8_0] = qt_quantize_act_q8_0,
         [QT_Q8_1] = qt_quantize_act_q8_1,
+        [QT_Q8_K] = qt_quantize_act_q8_K,
     },
 };
 

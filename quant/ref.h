@@ -39,6 +39,31 @@ void qt_vec_dot_q5_0_q8_0(int n, float *s, const void *x, const void *y);
 void qt_vec_dot_q5_1_q8_1(int n, float *s, const void *x, const void *y);
 void qt_vec_dot_q8_0_q8_0(int n, float *s, const void *x, const void *y);
 
+/* K-quants (quant/ref_k.c): ggml's reference quantizers byte for byte,
+ * its dequantizers bit for bit, and dots with Q8_K in llama.cpp's AVX2
+ * order.  Q8_K's quantize_act is its from_float: llama.cpp's x86 build
+ * quantizes K-quant activations with the reference itself. */
+void qt_to_float_q2_K(const void *src, float *dst, int64_t n);
+void qt_to_float_q3_K(const void *src, float *dst, int64_t n);
+void qt_to_float_q4_K(const void *src, float *dst, int64_t n);
+void qt_to_float_q5_K(const void *src, float *dst, int64_t n);
+void qt_to_float_q6_K(const void *src, float *dst, int64_t n);
+void qt_to_float_q8_K(const void *src, float *dst, int64_t n);
+
+void qt_from_float_q2_K(const float *src, void *dst, int64_t n);
+void qt_from_float_q3_K(const float *src, void *dst, int64_t n);
+void qt_from_float_q4_K(const float *src, void *dst, int64_t n);
+void qt_from_float_q5_K(const float *src, void *dst, int64_t n);
+void qt_from_float_q6_K(const float *src, void *dst, int64_t n);
+void qt_from_float_q8_K(const float *src, void *dst, int64_t n);
+void qt_quantize_act_q8_K(const float *src, void *dst, int64_t n);
+
+void qt_vec_dot_q2_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_q3_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_q4_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_q5_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
+
 /* Activation quantizers with llama.cpp's x86 rounding (see ref.c). */
 void qt_quantize_act_q8_0(const float *src, void *dst, int64_t n);
 void qt_quantize_act_q8_1(const float *src, void *dst, int64_t n);

@@ -37,12 +37,19 @@ static const qt_traits ref_table[QT_COUNT] = {
     [QT_Q8_1] = { "q8_1", QT_QK8_1, sizeof(qt_block_q8_1), qt_to_float_q8_1, qt_from_float_q8_1,
                   NULL, QT_Q8_1, qt_quantize_act_q8_1 },
 
-    ROW(QT_Q2_K, "q2_k", QT_QK_K, sizeof(qt_block_q2_K), QT_Q8_K),
-    ROW(QT_Q3_K, "q3_k", QT_QK_K, sizeof(qt_block_q3_K), QT_Q8_K),
-    ROW(QT_Q4_K, "q4_k", QT_QK_K, sizeof(qt_block_q4_K), QT_Q8_K),
-    ROW(QT_Q5_K, "q5_k", QT_QK_K, sizeof(qt_block_q5_K), QT_Q8_K),
-    ROW(QT_Q6_K, "q6_k", QT_QK_K, sizeof(qt_block_q6_K), QT_Q8_K),
-    ROW(QT_Q8_K, "q8_k", QT_QK_K, sizeof(qt_block_q8_K), QT_Q8_K),
+    [QT_Q2_K] = { "q2_k", QT_QK_K, sizeof(qt_block_q2_K), qt_to_float_q2_K, qt_from_float_q2_K,
+                  qt_vec_dot_q2_K_q8_K, QT_Q8_K },
+    [QT_Q3_K] = { "q3_k", QT_QK_K, sizeof(qt_block_q3_K), qt_to_float_q3_K, qt_from_float_q3_K,
+                  qt_vec_dot_q3_K_q8_K, QT_Q8_K },
+    [QT_Q4_K] = { "q4_k", QT_QK_K, sizeof(qt_block_q4_K), qt_to_float_q4_K, qt_from_float_q4_K,
+                  qt_vec_dot_q4_K_q8_K, QT_Q8_K },
+    [QT_Q5_K] = { "q5_k", QT_QK_K, sizeof(qt_block_q5_K), qt_to_float_q5_K, qt_from_float_q5_K,
+                  qt_vec_dot_q5_K_q8_K, QT_Q8_K },
+    [QT_Q6_K] = { "q6_k", QT_QK_K, sizeof(qt_block_q6_K), qt_to_float_q6_K, qt_from_float_q6_K,
+                  qt_vec_dot_q6_K_q8_K, QT_Q8_K },
+    /* Like Q8_1, an activation type only: ggml has no Q8_K weight dot. */
+    [QT_Q8_K] = { "q8_k", QT_QK_K, sizeof(qt_block_q8_K), qt_to_float_q8_K, qt_from_float_q8_K,
+                  NULL, QT_Q8_K, qt_quantize_act_q8_K },
 
     /* i-quants: sizes from ggml-common.h's block structs. */
     ROW(QT_IQ2_XXS, "iq2_xxs", 256, 2 + 64, QT_Q8_K),

@@ -25,6 +25,7 @@
 #include "cpu.h"
 #include "fp16.h"
 #include "ref.h"
+#include "x86_k.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -423,14 +424,21 @@ const qt_kernels qt_kernels_avx2 = {
         [QT_Q5_0] = vec_q5_0,
         [QT_Q5_1] = vec_q5_1,
         [QT_Q8_0] = vec_q8_0,
+        [QT_Q2_K] = qt_avx2_vec_dot_q2_K_q8_K,
+        [QT_Q3_K] = qt_avx2_vec_dot_q3_K_q8_K,
+        [QT_Q4_K] = qt_avx2_vec_dot_q4_K_q8_K,
+        [QT_Q5_K] = qt_avx2_vec_dot_q5_K_q8_K,
+        [QT_Q6_K] = qt_avx2_vec_dot_q6_K_q8_K,
     },
     .from_float = {
         [QT_Q8_0] = from_float_q8_0,
         [QT_Q8_1] = from_float_q8_1,
+        [QT_Q8_K] = qt_avx2_quantize_q8_K,
     },
     .quantize_act = {
         [QT_Q8_0] = quantize_act_q8_0,
         [QT_Q8_1] = quantize_act_q8_1,
+        [QT_Q8_K] = qt_avx2_quantize_q8_K,
     },
 };
 
@@ -445,14 +453,21 @@ const qt_kernels qt_kernels_avx2_vnni = {
         [QT_Q5_0] = vec_q5_0_vnni,
         [QT_Q5_1] = vec_q5_1_vnni,
         [QT_Q8_0] = vec_q8_0_vnni,
+        [QT_Q2_K] = qt_avx2_vec_dot_q2_K_q8_K,
+        [QT_Q3_K] = qt_avx2_vec_dot_q3_K_q8_K,
+        [QT_Q4_K] = qt_avx2_vec_dot_q4_K_q8_K,
+        [QT_Q5_K] = qt_avx2_vec_dot_q5_K_q8_K,
+        [QT_Q6_K] = qt_avx2_vec_dot_q6_K_q8_K,
     },
     .from_float = {
         [QT_Q8_0] = from_float_q8_0,
         [QT_Q8_1] = from_float_q8_1,
+        [QT_Q8_K] = qt_avx2_quantize_q8_K,
     },
     .quantize_act = {
         [QT_Q8_0] = quantize_act_q8_0,
         [QT_Q8_1] = quantize_act_q8_1,
+        [QT_Q8_K] = qt_avx2_quantize_q8_K,
     },
 };
 

@@ -10,8 +10,10 @@
  *   error, (n/32 + 16)·FLT_EPSILON·Σ|x_i·y_i| + n·FLT_TRUE_MIN: at most
  *   n/32 + 3 additions per lane, a reduction tree of depth 6, and products
  *   that are exact (halves, bfloat16) or rounded once (f32).
- * - Q8_0/Q8_1 quantizers, both roundings (from_float, quantize_act): the
- *   reference's bytes exactly, .5 ties included.
+ * - K-quant dot products (Q2_K..Q6_K weights, Q8_K activations): equal to
+ *   the reference bit for bit, for the same reason.
+ * - Q8_0/Q8_1 quantizers, both roundings (from_float, quantize_act), and
+ *   Q8_K's: the reference's bytes exactly, .5 ties included.
  * Inputs: random blocks, adversarial blocks (all zero, max-magnitude and
  * subnormal f16 scales, extreme quants), and many lengths, in buffers that
  * end exactly at the data (so AddressSanitizer sees any over-read) and are
@@ -223,6 +225,137 @@ static void test_quant_dot(qt_isa isa, const qtype *t) {
     free(by.base);
 }
 
+/* ---- K-quant dot products ---------------------------------------------- */
+
+/* Where each K block keeps its f16 d and dmin (-1: none) and its packed
+ * sub-block scales. */
+typedef struct ktype {
+    qt_type t;
+    int d_off, dmin_off, sc_off, sc_len;
+} ktype;
+
+static const ktype ktypes[] = {
+    {QT_Q2_K, 80, 82, 0, 16}, {QT_Q3_K, 108, -1, 96, 12}, {QT_Q4_K, 0, 2, 4, 12},
+    {QT_Q5_K, 0, 2, 4, 12},   {QT_Q6_K, 208, -1, 192, 16},
+};
+
+static void put_halves(const ktype *t, uint8_t *xb, uint16_t d, uint16_t dmin) {
+    put16(xb + t->d_off, d);
+    if (t->dmin_off >= 0)
+        put16(xb + t->dmin_off, dmin);
+}
+
+static void q8k_bsums(qt_block_q8_K *y) {
+    for (int g = 0; g < 16; g++) {
+        int s = 0;
+        for (int j = 0; j < 16; j++)
+            s += y->qs[16 * g + j];
+        y->bsums[g] = (int16_t)s;
+    }
+}
+
+/* Activations: quantized normal data, or any bytes (-128 included) with
+ * their sums, under a float scale of the scenario's kind. */
+static void fill_q8k(qt_block_q8_K *y, int nb, int kind) {
+    for (int i = 0; i < nb; i++) {
+        if (kind == ADV_ZERO) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        if (kind < 0 && rng_below(2)) {
+            float v[256];
+            for (int j = 0; j < 256; j++)
+                v[j] = (float)(rng_normal() * 3.0);
+            qt_get(QT_Q8_K)->quantize_act(v, &y[i], 256);
+            continue;
+        }
+        if (kind == ADV_EXTREMES) {
+            const int pat = rng_below(3);
+            for (int j = 0; j < 256; j++)
+                y[i].qs[j] = (int8_t)(pat == 0 ? -128 : pat == 1 ? 127 : (j & 1 ? -128 : 127));
+        } else {
+            fill_random_bytes((uint8_t *)y[i].qs, 256);
+        }
+        q8k_bsums(&y[i]);
+        if (kind == ADV_MAX_SCALE)
+            y[i].d = rng_below(2) ? 1e20f : -1e20f;
+        else if (kind == ADV_SUBNORMAL_SCALE) /* d·dx is a float subnormal or underflows */
+            y[i].d = (float)ldexp(rng_normal(), -100 - rng_below(40));
+        else
+            y[i].d = (float)(rng_normal() * 0.05);
+    }
+}
+
+/* Weights: any bytes under real-looking scales, or the scenario's scales;
+ * extremes: all quants at one end, every 6-bit (4-bit) scale at 0, its
+ * maximum or (Q6_K) -128. */
+static void fill_kblocks(const ktype *t, uint8_t *x, int nb, int kind) {
+    const size_t size = qt_get(t->t)->type_size;
+    if (kind == ADV_ZERO) {
+        memset(x, 0, size * (size_t)nb);
+        return;
+    }
+    fill_random_bytes(x, size * (size_t)nb);
+    for (int i = 0; i < nb; i++) {
+        uint8_t *xb = x + size * (size_t)i;
+        if (kind == ADV_MAX_SCALE) {
+            put_halves(t, xb, rng_below(2) ? 0x7bff : 0xfbff, rng_below(2) ? 0x7bff : 0xfbff);
+        } else if (kind == ADV_SUBNORMAL_SCALE) {
+            put_halves(t, xb, random_subnormal_half(), random_subnormal_half());
+        } else {
+            put_halves(t, xb, half_of(rng_normal() * 0.01), half_of(rng_normal() * 0.01));
+            if (kind == ADV_EXTREMES) {
+                const int qpat = rng_below(3), spat = rng_below(3);
+                for (size_t j = 0; j < size; j++) {
+                    const int in_scales = (int)j >= t->sc_off && (int)j < t->sc_off + t->sc_len;
+                    const int is_half = (int)j == t->d_off || (int)j == t->d_off + 1 ||
+                                        (t->dmin_off >= 0 && ((int)j == t->dmin_off || (int)j == t->dmin_off + 1));
+                    if (is_half)
+                        continue;
+                    if (in_scales)
+                        xb[j] = spat == 0 ? 0x00 : spat == 1 ? 0xff : (t->t == QT_Q6_K ? 0x80 : 0x3f);
+                    else
+                        xb[j] = qpat == 0 ? 0x00 : qpat == 1 ? 0xff : 0xaa;
+                }
+            }
+        }
+    }
+}
+
+static const int kdot_lengths[] = {256, 512, 768, 4096, 4352};
+#define N_KDOT_LENGTHS (sizeof kdot_lengths / sizeof kdot_lengths[0])
+
+static void test_kquant_dot(qt_isa isa, const ktype *t) {
+    const qt_kernels *ref = qt_isa_kernels(QT_ISA_SCALAR), *k = qt_isa_kernels(isa);
+    const size_t size = qt_get(t->t)->type_size;
+    const int max_nb = kdot_lengths[N_KDOT_LENGTHS - 1] / 256;
+    buf bx = buf_new(size * (size_t)max_nb, 2), by = buf_new(sizeof(qt_block_q8_K) * (size_t)max_nb, 4);
+    char name[128];
+    for (int scenario = -1; scenario < ADV_COUNT; scenario++) {
+        snprintf(name, sizeof name, "%s/vec_dot_%s_q8_k/%s", set_names[isa], qt_get(t->t)->name,
+                 scenario < 0 ? "random" : adv_names[scenario]);
+        TEST_BEGIN(name);
+        CHECK(k->vec_dot[t->t] != NULL, "no kernel");
+        for (size_t li = 0; li < N_KDOT_LENGTHS && k->vec_dot[t->t]; li++) {
+            const int n = kdot_lengths[li], nb = n / 256;
+            uint8_t *x = bx.p + size * (size_t)(max_nb - nb);
+            qt_block_q8_K *y = (qt_block_q8_K *)(by.p + sizeof(qt_block_q8_K) * (size_t)(max_nb - nb));
+            for (int rep = 0; rep < 8; rep++) {
+                fill_kblocks(t, x, nb, scenario);
+                fill_q8k(y, nb, scenario);
+                float want = 0.0f, got = 0.0f;
+                ref->vec_dot[t->t](n, &want, x, y);
+                k->vec_dot[t->t](n, &got, x, y);
+                CHECK(same_float(got, want), "n=%d: got %.9g (0x%08x), reference %.9g (0x%08x)", n, got,
+                      qt_f32_bits(got), want, qt_f32_bits(want));
+            }
+        }
+        TEST_END();
+    }
+    free(bx.base);
+    free(by.base);
+}
+
 /* ---- float dot products ------------------------------------------------ */
 
 typedef struct ftype {
@@ -391,16 +524,23 @@ static void fill_quant_block(float *v, int kind, int act) {
     }
 }
 
-static const int quant_lengths[] = {32, 64, 4096};
+/* In blocks of the type: one, two, and a row of 4096 elements. */
+static const int quant_lengths[] = {1, 2, 0};
 
+/* Q8_K's quantize_act is the reference quantizer itself, whose bytes are
+ * defined for NaN and inf too, so it gets the non-finite edges as well. */
 static void test_quantizer(qt_isa isa, qt_type t, int act) {
     const qt_kernels *ref = qt_isa_kernels(QT_ISA_SCALAR), *k = qt_isa_kernels(isa);
     const qt_from_float_fn want_fn = act ? ref->quantize_act[t] : ref->from_float[t];
     const qt_from_float_fn got_fn = act ? k->quantize_act[t] : k->from_float[t];
-    const size_t bs = t == QT_Q8_0 ? sizeof(qt_block_q8_0) : sizeof(qt_block_q8_1);
+    const size_t bs = qt_get(t)->type_size;
+    const int qk = (int)qt_get(t)->block_size;
+    const int finite_only = act && t != QT_Q8_K;
     const int max_n = 4096;
     float *src = malloc(sizeof(float) * (size_t)max_n);
-    buf want = buf_new(bs * (size_t)max_n / 32, 2), got = buf_new(bs * (size_t)max_n / 32, 2);
+    /* Q8_K's float d wants 4-byte alignment, the others' halves 2. */
+    const size_t skew = t == QT_Q8_K ? 4 : 2;
+    buf want = buf_new(bs * (size_t)max_n / qk, skew), got = buf_new(bs * (size_t)max_n / qk, skew);
     char name[128];
     for (int kind = 0; kind < Q_COUNT; kind++) {
         snprintf(name, sizeof name, "%s/%s_%s/%s", set_names[isa], act ? "quantize_act" : "from_float",
@@ -408,12 +548,12 @@ static void test_quantizer(qt_isa isa, qt_type t, int act) {
         TEST_BEGIN(name);
         CHECK(got_fn != NULL && want_fn != NULL, "no kernel");
         for (size_t li = 0; li < sizeof quant_lengths / sizeof quant_lengths[0] && got_fn && want_fn; li++) {
-            const int n = quant_lengths[li];
+            const int n = quant_lengths[li] ? quant_lengths[li] * qk : max_n;
             for (int rep = 0; rep < 16; rep++) {
                 for (int b = 0; b < n / 32; b++)
-                    fill_quant_block(src + 32 * b, kind, act);
-                const size_t nbytes = bs * (size_t)n / 32;
-                uint8_t *w = want.p + bs * (size_t)(max_n - n) / 32, *g = got.p + bs * (size_t)(max_n - n) / 32;
+                    fill_quant_block(src + 32 * b, kind, finite_only);
+                const size_t nbytes = bs * (size_t)(n / qk);
+                uint8_t *w = want.p + bs * (size_t)((max_n - n) / qk), *g = got.p + bs * (size_t)((max_n - n) / qk);
                 memset(w, 0xa5, nbytes);
                 memset(g, 0x5a, nbytes);
                 want_fn(src, w, n);
@@ -598,11 +738,14 @@ int main(int argc, char **argv) {
         }
         for (size_t i = 0; i < sizeof qtypes / sizeof qtypes[0]; i++)
             test_quant_dot((qt_isa)isa, &qtypes[i]);
+        for (size_t i = 0; i < sizeof ktypes / sizeof ktypes[0]; i++)
+            test_kquant_dot((qt_isa)isa, &ktypes[i]);
         for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
             test_float_dot((qt_isa)isa, &ftypes[i]);
         for (int act = 0; act < 2; act++) {
             test_quantizer((qt_isa)isa, QT_Q8_0, act);
             test_quantizer((qt_isa)isa, QT_Q8_1, act);
+            test_quantizer((qt_isa)isa, QT_Q8_K, act);
         }
     }
     TEST_EXIT();

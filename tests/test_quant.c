@@ -8,7 +8,12 @@
  * ggml-quants.c), so one fixture pins both.  The only known difference,
  * Q5_1's clamp to 31 that ggml's C lacks, is unreachable (see quant/ref.c).
  * Q8_1 has no gguf-py quantizer; it is checked against Q8_0 and the
- * definition of s instead. */
+ * definition of s instead.
+ *
+ * The K-quants' fixtures are dequantization only: gguf-py has no quantizer
+ * for them.  Their quantizers are held to error bounds here; byte equality
+ * with ggml's C (quantize_row_q*_K_ref) was checked against llama.cpp's
+ * compiled library outside the suite, which CI does not have. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -64,6 +69,7 @@ static const char *data_dir(void) {
 typedef struct fixture {
     uint32_t type;
     uint32_t n, nbytes;
+    int dequant_only; /* no input: gguf-py cannot quantize the type */
     float *input, *dequant;
     uint8_t *quant;
 } fixture;
@@ -99,6 +105,7 @@ static const char *load_fixture(const char *name, fixture *fx) {
     fx->type = le32(hdr + 8);
     fx->n = le32(hdr + 12);
     fx->nbytes = le32(hdr + 16);
+    fx->dequant_only = le32(hdr + 20) & 1u;
     if (fx->n == 0 || fx->n > (1u << 20) || fx->nbytes > (1u << 22)) {
         err = "implausible fixture sizes";
         goto out;
@@ -110,7 +117,7 @@ static const char *load_fixture(const char *name, fixture *fx) {
         err = "out of memory";
         goto out;
     }
-    if (!read_floats(f, fx->input, fx->n) || fread(fx->quant, 1, fx->nbytes, f) != fx->nbytes ||
+    if ((!fx->dequant_only && !read_floats(f, fx->input, fx->n)) || fread(fx->quant, 1, fx->nbytes, f) != fx->nbytes ||
         !read_floats(f, fx->dequant, fx->n)) {
         err = "truncated fixture";
         goto out;
@@ -187,7 +194,8 @@ static void test_table(void) {
     TEST_END();
 
     TEST_BEGIN("table_reference_functions");
-    static const qt_type done[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0};
+    static const qt_type done[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
+                                   QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
     for (size_t i = 0; i < sizeof done / sizeof done[0]; i++) {
         const qt_traits *t = qt_get(done[i]);
         CHECK(t && t->to_float && t->from_float && t->vec_dot, "type %d lacks a reference function",
@@ -200,7 +208,11 @@ static void test_table(void) {
           "_0 types pair with q8_0");
     CHECK(qt_get(QT_Q4_1)->vec_dot_type == QT_Q8_1 && qt_get(QT_Q5_1)->vec_dot_type == QT_Q8_1,
           "_1 types pair with q8_1");
-    CHECK(qt_get(QT_Q4_K)->vec_dot_type == QT_Q8_K, "k-quants pair with q8_k");
+    for (int t = QT_Q2_K; t <= QT_Q6_K; t++)
+        CHECK(qt_get(t)->vec_dot_type == QT_Q8_K, "%s: k-quants pair with q8_k", qt_get(t)->name);
+    const qt_traits *q8k = qt_get(QT_Q8_K);
+    CHECK(q8k && q8k->from_float && q8k->to_float && q8k->quantize_act,
+          "q8_k must quantize (it is an activation type)");
     TEST_END();
 
     TEST_BEGIN("row_size");
@@ -352,6 +364,10 @@ static void test_fixture(const char *name, qt_type type) {
         free(y);
     }
     TEST_END();
+    if (ok && fx.dequant_only) {
+        free_fixture(&fx);
+        return;
+    }
 
     snprintf(cname, sizeof cname, "%s_quant_matches_gguf_py", name);
     TEST_BEGIN(cname);
@@ -509,6 +525,197 @@ static void test_vec_dot_type(qt_type type) {
     TEST_END();
 }
 
+/* ---- K-quants ------------------------------------------------------------ */
+
+/* Byte offsets of d and dmin (-1: none) in each K block, for the tests that
+ * split a dequantized weight into its scale and min parts. */
+static void k_scale_offsets(qt_type t, int *d_off, int *dmin_off) {
+    switch (t) {
+    case QT_Q2_K: *d_off = 80, *dmin_off = 82; return;
+    case QT_Q3_K: *d_off = 108, *dmin_off = -1; return;
+    case QT_Q6_K: *d_off = 208, *dmin_off = -1; return;
+    default: *d_off = 0, *dmin_off = 2; return;
+    }
+}
+
+/* Dequantizes with one of the two f16 fields zeroed: the d·sc·q part
+ * (which = 0) or the dmin·m part (which = 1, zeros for types without one). */
+static void k_dequant_part(qt_type t, const void *q, float *out, int n, int which) {
+    const qt_traits *tr = qt_get(t);
+    int d_off, m_off;
+    k_scale_offsets(t, &d_off, &m_off);
+    const int zero_off = which == 0 ? m_off : d_off;
+    if (which == 1 && m_off < 0) {
+        memset(out, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    uint8_t *copy = malloc(qt_row_size(t, n));
+    memcpy(copy, q, qt_row_size(t, n));
+    if (zero_off >= 0)
+        for (int b = 0; b < n / 256; b++)
+            memset(copy + b * tr->type_size + zero_off, 0, 2);
+    tr->to_float(copy, out, n);
+    free(copy);
+}
+
+/* The dot's error against the double dot of the dequantized rows: the
+ * integer lanes are exact, and each block adds a few roundings (d = dx·dy,
+ * the lane conversion, the FMA; the dequantized x and y round too) relative
+ * to the magnitudes of its two terms, d·Σsc·q·y and dmin·Σm·y, which can
+ * be far larger than their difference. */
+static void test_vec_dot_k(qt_type type) {
+    const qt_traits *t = qt_get(type), *vt = qt_get(QT_Q8_K);
+    char cname[64];
+    snprintf(cname, sizeof cname, "%s_vec_dot", t->name);
+    TEST_BEGIN(cname);
+    static const int sizes[] = {256, 512, 4096};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        for (int trial = 0; trial < 6; trial++) {
+            const int n = sizes[si];
+            float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
+            float *xa = malloc(n * sizeof(float)), *xb = malloc(n * sizeof(float)), *yd = malloc(n * sizeof(float));
+            void *xq = malloc(qt_row_size(type, n)), *yq = malloc(qt_row_size(QT_Q8_K, n));
+            fill_normal(x, n, trial < 3 ? 1.0 : 0.05);
+            fill_normal(y, n, trial % 2 ? 3.0 : 0.5);
+            for (int i = 0; i < n; i++)
+                x[i] += (trial % 3 == 2) ? 0.7f : 0.0f;
+            t->from_float(x, xq, n);
+            vt->quantize_act(y, yq, n);
+            t->to_float(xq, x, n); /* x is now the dequantized weights */
+            vt->to_float(yq, yd, n);
+            k_dequant_part(type, xq, xa, n, 0);
+            k_dequant_part(type, xq, xb, n, 1);
+            double ref = 0.0, mag = 0.0;
+            for (int i = 0; i < n; i++) {
+                ref += (double)x[i] * (double)yd[i];
+                mag += fabs((double)xa[i] * yd[i]) + fabs((double)xb[i] * yd[i]);
+            }
+            const double tol = (n / 256 + 6) * 0x1p-23 * mag + 1e-30;
+            float got = NAN;
+            t->vec_dot(n, &got, xq, yq);
+            CHECK(fabs((double)got - ref) <= tol, "n=%d trial %d: got %.9g, double %.9g, |err| %.3g > tol %.3g", n,
+                  trial, (double)got, ref, fabs((double)got - ref), tol);
+            free(x), free(y), free(xa), free(xb), free(yd), free(xq), free(yq);
+        }
+    }
+    TEST_END();
+}
+
+/* Bounds on |x - dequant(quant(x))| relative to the block's largest
+ * magnitude (the coarse 4- or 6-bit sub-block scales and mins make the
+ * error of a quiet sub-block depend on the loudest one), and on the RMS
+ * error of normal data, which catch a quantizer that is valid but fits
+ * poorly.  Measured worst cases over many shapes of data are about 70% of
+ * the bounds; a wrong layout or rounding breaks them by far. */
+static void test_roundtrip_k(qt_type type) {
+    const qt_traits *t = qt_get(type);
+    static const struct { qt_type t; double elem, rms; } lim[] = {
+        {QT_Q2_K, 0.5, 0.33}, {QT_Q3_K, 0.3, 0.17}, {QT_Q4_K, 0.11, 0.08},
+        {QT_Q5_K, 0.075, 0.041}, {QT_Q6_K, 0.1, 0.022},
+    };
+    double elem = 0, rms = 0;
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+        if (lim[i].t == type)
+            elem = lim[i].elem, rms = lim[i].rms;
+    char cname[64];
+    snprintf(cname, sizeof cname, "%s_roundtrip_error", t->name);
+    TEST_BEGIN(cname);
+    enum { N = 8192 };
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+    void *q = malloc(qt_row_size(type, N));
+    for (int shape = 0; shape < 5; shape++) {
+        for (int e = -3; e <= 3; e++) {
+            const double sc = pow(10.0, e);
+            fill_normal(x, N, sc);
+            for (int i = 0; i < N; i++) {
+                if (shape == 1) /* skewed: the min does the work */
+                    x[i] = x[i] * 0.3f + (float)sc;
+                else if (shape == 2 && i % 256 < 16) /* one loud sub-block */
+                    x[i] *= 30.0f;
+                else if (shape == 3) /* sub-blocks of four magnitudes */
+                    x[i] *= (float)pow(10.0, (i / 16) % 4 - 2);
+                else if (shape == 4)
+                    x[i] = fabsf(x[i]);
+            }
+            t->from_float(x, q, N);
+            t->to_float(q, y, N);
+            double se = 0, sx = 0;
+            for (int b = 0; b < N / 256; b++) {
+                float amax = 0;
+                for (int j = 0; j < 256; j++)
+                    amax = fmaxf(amax, fabsf(x[b * 256 + j]));
+                for (int j = 0; j < 256; j++) {
+                    const int k = b * 256 + j;
+                    const double err = fabs((double)x[k] - (double)y[k]);
+                    CHECK(err <= elem * amax, "shape %d scale %g element %d: %.9g -> %.9g, |err| %.3g > %.3g", shape,
+                          sc, k, (double)x[k], (double)y[k], err, elem * amax);
+                    se += err * err;
+                    sx += (double)x[k] * x[k];
+                }
+            }
+            if (shape == 0)
+                CHECK(sqrt(se / sx) < rms, "scale %g: relative RMS error %.4g >= %.4g", sc, sqrt(se / sx), rms);
+        }
+    }
+    /* Zeros stay zeros, and a block of them dequantizes to +-0. */
+    memset(x, 0, 256 * sizeof(float));
+    t->from_float(x, q, 256);
+    t->to_float(q, y, 256);
+    for (int j = 0; j < 256; j++)
+        CHECK(y[j] == 0.0f, "zero block: element %d dequantizes to %g", j, (double)y[j]);
+    free(x), free(y), free(q);
+    TEST_END();
+}
+
+/* Q8_K by its definition: iscale = -127 / (signed value of the first
+ * largest magnitude), q = round-half-even(iscale·x), d = 1 / iscale, bsums
+ * the sums of 16; and quantize_act is the same function's bytes. */
+static void test_q8_k(void) {
+    TEST_BEGIN("q8_k_definition");
+    enum { NB = 24 };
+    float *x = malloc(NB * 256 * sizeof(float));
+    qt_block_q8_K a[NB], b[NB];
+    for (int i = 0; i < NB; i++)
+        fill_normal(x + 256 * i, 256, pow(10.0, i % 9 - 4));
+    /* ties: amax 127 makes iscale -1 or 1, so k + 0.5 stays a tie */
+    for (int j = 0; j < 256; j++)
+        x[3 * 256 + j] = (float)(j % 200 - 100) + 0.5f;
+    x[3 * 256 + 7] = 127.0f;
+    /* equal magnitudes, negative first: iscale > 0, so d > 0 */
+    x[4 * 256 + 5] = -1000.0f;
+    x[4 * 256 + 9] = 1000.0f;
+    for (int j = 0; j < 256; j++) /* all zero */
+        x[5 * 256 + j] = 0.0f;
+    qt_get(QT_Q8_K)->from_float(x, a, NB * 256);
+    qt_get(QT_Q8_K)->quantize_act(x, b, NB * 256);
+    CHECK(memcmp(a, b, sizeof a) == 0, "quantize_act differs from from_float");
+    for (int i = 0; i < NB; i++) {
+        const float *v = x + 256 * i;
+        float max = 0, amax = 0;
+        for (int j = 0; j < 256; j++)
+            if (fabsf(v[j]) > amax)
+                amax = fabsf(v[j]), max = v[j];
+        const float iscale = amax ? -127.f / max : 0.f;
+        CHECK(amax ? a[i].d == 1 / iscale : a[i].d == 0.0f, "block %d: d %g", i, (double)a[i].d);
+        for (int j = 0; j < 256; j++) {
+            const float r = nearbyintf(iscale * v[j]); /* the default mode: half to even */
+            CHECK(a[i].qs[j] == (int8_t)r, "block %d element %d: %d, want %g", i, j, a[i].qs[j], (double)r);
+        }
+        for (int g = 0; g < 16; g++) {
+            int sum = 0;
+            for (int j = 0; j < 16; j++)
+                sum += a[i].qs[16 * g + j];
+            CHECK(a[i].bsums[g] == sum, "block %d: bsums[%d] %d, want %d", i, g, a[i].bsums[g], sum);
+        }
+    }
+    CHECK(a[3].qs[0] == 100 && a[3].qs[1] == 98 && a[3].qs[2] == 98, "ties round to even: %d %d %d", a[3].qs[0],
+          a[3].qs[1], a[3].qs[2]);
+    CHECK(a[4].d > 0 && a[4].qs[5] == -127 && a[4].qs[9] == 127,
+          "-1000 before +1000: d %g, q %d %d, want d > 0, -127, 127", (double)a[4].d, a[4].qs[5], a[4].qs[9]);
+    free(x);
+    TEST_END();
+}
+
 /* ---- round-trip error bounds --------------------------------------------- */
 
 /* Worst-case |x - dequant(quant(x))| for one block, from the format's step:
@@ -594,6 +801,12 @@ int main(void) {
     test_fixture("q8_0", QT_Q8_0);
     test_q8_1();
     test_signed_zero_blocks();
+    test_fixture("q2_k", QT_Q2_K);
+    test_fixture("q3_k", QT_Q3_K);
+    test_fixture("q4_k", QT_Q4_K);
+    test_fixture("q5_k", QT_Q5_K);
+    test_fixture("q6_k", QT_Q6_K);
+    test_q8_k();
 
     static const qt_type dots[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0};
     for (size_t i = 0; i < sizeof dots / sizeof dots[0]; i++)
@@ -602,6 +815,11 @@ int main(void) {
     static const qt_type rts[] = {QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q8_1};
     for (size_t i = 0; i < sizeof rts / sizeof rts[0]; i++)
         test_roundtrip(rts[i]);
+
+    for (int t = QT_Q2_K; t <= QT_Q6_K; t++) {
+        test_vec_dot_k((qt_type)t);
+        test_roundtrip_k((qt_type)t);
+    }
 
     TEST_EXIT();
 }

@@ -7,6 +7,13 @@ floats gguf-py's dequantizer (gguf.quants.dequantize) turns those bytes back
 into.  tests/test_quant.c checks qlm's scalar reference against these bytes
 and floats; the tests read only the committed files, so CI needs no Python.
 
+The K-quants (Q2_K..Q6_K) are dequantization fixtures only: gguf-py (0.19)
+dequantizes them but raises NotImplementedError for their quantize, so
+their files hold seeded random and adversarial blocks (extreme, zero,
+subnormal and infinite f16 scales, extreme 6-bit scales) and gguf-py's
+floats for them, and no input.  qlm's K quantizers are tested for error
+bounds in tests/test_quant.c and were compared byte for byte with ggml's C.
+
     pip install gguf numpy
     python3 tools/gen_quant_fixtures.py [outdir]
 
@@ -15,8 +22,8 @@ File format (all little-endian), one file per type, <name>.bin:
     uint32   type       GGUF type id
     uint32   n          number of float elements (a multiple of block size)
     uint32   nbytes     size of the quantized data
-    uint32   reserved   0
-    float32  input[n]
+    uint32   flags      bit 0: dequantization only (no input)
+    float32  input[n]   absent when flags bit 0 is set
     uint8    quant[nbytes]
     float32  dequant[n]  gguf-py's dequantization of quant
 """
@@ -205,6 +212,70 @@ def float_inputs(qtype):
     return np.concatenate(parts).astype(np.float32)
 
 
+# Byte offsets of the f16 scales and the packed 4-/6-bit sub-block scales in
+# each K-quant block (ggml-common.h's block_q*_K).
+K_LAYOUT = {
+    T.Q2_K: dict(d=80, dmin=82, scales=(0, 16)),
+    T.Q3_K: dict(d=108, dmin=None, scales=(96, 108)),
+    T.Q4_K: dict(d=0, dmin=2, scales=(4, 16)),
+    T.Q5_K: dict(d=0, dmin=2, scales=(4, 16)),
+    T.Q6_K: dict(d=208, dmin=None, scales=(192, 208)),
+}
+
+
+def half_bits(values):
+    return np.asarray(values, dtype=np.float32).astype(np.float16).view(np.uint16)
+
+
+def k_blocks(qtype, rng):
+    """Random and adversarial blocks as raw bytes, one row per block."""
+    _, size = quants.GGML_QUANT_SIZES[qtype]
+    lay = K_LAYOUT[qtype]
+    fields = [f for f in (lay["d"], lay["dmin"]) if f is not None]
+
+    def block(fill=None, halves=None, scales=None):
+        b = rng.integers(0, 256, size, dtype=np.uint8) if fill is None else np.full(size, fill, np.uint8)
+        if halves is None:  # scales like real ones, of many magnitudes
+            mag = 10.0 ** rng.uniform(-5, 1)
+            halves = half_bits(rng.normal(0, mag, len(fields)))
+        for off, h in zip(fields, np.asarray(halves, dtype=np.uint16)):
+            b[off:off + 2] = np.frombuffer(np.uint16(h).tobytes(), np.uint8)
+        if scales is not None:
+            b[lay["scales"][0]:lay["scales"][1]] = scales
+        return b
+
+    out = [block() for _ in range(12)]
+    out.append(np.zeros(size, np.uint8))                        # all zero
+    out.append(block(fill=0xff, halves=half_bits([0.01, 0.02])))  # every quant and scale at its top
+    out.append(block(scales=0xff))                              # extreme 6-bit scales (Q6_K: -1)
+    out.append(block(scales=0x00))
+    out.append(block(scales=0x80 if qtype == T.Q6_K else 0x3f))  # Q6_K: -128
+    out.append(block(halves=[0x7bff, 0xfbff]))                  # largest halves
+    out.append(block(halves=[0xfbff, 0x7bff], fill=0xff))
+    sub = rng.integers(1, 0x400, 2).astype(np.uint16) | np.array([0, 0x8000], np.uint16)
+    out.append(block(halves=sub))                               # subnormal d, dmin
+    out.append(block(halves=[0x0001, 0x8001]))                  # the smallest ones
+    out.append(block(halves=[0x8000, 0x0000]))                  # signed zeros
+    out.append(block(halves=[0x7c00, 0x3c00]))                  # inf d: inf and NaN out
+    out.append(block(halves=[0x3c00, 0xfc00]))
+    return np.stack(out)
+
+
+def write_k_fixture(outdir, qtype):
+    rng = np.random.default_rng(SEED + int(qtype))
+    qb = k_blocks(qtype, rng).ravel()
+    with np.errstate(all="ignore"):
+        y = np.asarray(quants.dequantize(qb.copy(), qtype), dtype=np.float32).ravel()
+    n = y.size
+    path = os.path.join(outdir, qtype.name.lower() + ".bin")
+    with open(path, "wb") as f:
+        f.write(MAGIC)
+        f.write(struct.pack("<IIII", int(qtype), n, qb.size, 1))
+        f.write(qb.tobytes())
+        f.write(y.astype("<f4").tobytes())
+    return path, n, qb.size
+
+
 def write_fixture(outdir, qtype):
     if qtype in (T.F16, T.BF16):
         x = float_inputs(qtype)
@@ -232,6 +303,9 @@ def main():
     for qtype in (T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0):
         path, n, nb = write_fixture(outdir, qtype)
         print(f"{os.path.relpath(path)}: {n} floats, {nb} bytes")
+    for qtype in (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K):
+        path, n, nb = write_k_fixture(outdir, qtype)
+        print(f"{os.path.relpath(path)}: {nb} bytes, {n} floats (dequantization only)")
 
 
 if __name__ == "__main__":

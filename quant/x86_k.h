@@ -1,0 +1,26 @@
+/* x86_k.h - the K-quant kernels of the x86 ISA files, for their tables.
+ *
+ * x86_avx2_k.c and x86_avx512_k.c are compiled with their own -m flags like
+ * x86_avx2.c and x86_avx512.c; these names are how the kernel tables in
+ * those files reach them.  Nothing outside quant/'s x86 files includes this.
+ * Each function has the contract of its reference in quant/ref.h: dots
+ * bit-identical, quantizers byte-identical. */
+#ifndef QLM_QT_X86_K_H
+#define QLM_QT_X86_K_H
+
+#include <stdint.h>
+
+#if defined(__x86_64__)
+
+void qt_avx2_vec_dot_q2_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_avx2_vec_dot_q3_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_avx2_vec_dot_q4_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_avx2_vec_dot_q5_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_avx2_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_avx2_quantize_q8_K(const float *src, void *dst, int64_t n);
+
+void qt_avx512_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
+
+#endif
+
+#endif
