@@ -19,6 +19,7 @@ static const struct {
     {"tokenize", qlm_cmd_tokenize, "print the token ids of a text"},
     {"bench", qlm_cmd_bench, "measure prompt processing and generation speed"},
     {"perplexity", qlm_cmd_perplexity, "score a text like llama-perplexity"},
+    {"quantize", qlm_cmd_quantize, "rewrite a model's weights in another type (Q4_K_M, ...)"},
 };
 
 static void usage(FILE *f)

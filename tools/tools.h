@@ -6,5 +6,6 @@ int qlm_cmd_inspect(int argc, char **argv);
 int qlm_cmd_tokenize(int argc, char **argv);
 int qlm_cmd_bench(int argc, char **argv);
 int qlm_cmd_perplexity(int argc, char **argv);
+int qlm_cmd_quantize(int argc, char **argv);
 
 #endif
