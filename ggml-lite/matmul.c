@@ -2,6 +2,8 @@
 
 #include <stdint.h>
 
+#include "quant/repack.h"
+
 size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
 {
     const qt_traits *tr = qt_get(w->type);
@@ -25,6 +27,29 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
         for (int t = 0; t < n_tokens; t++)
             quantize(x + (int64_t)t * n_in, (uint8_t *)scratch + (size_t)t * xq_row, n_in);
         xq = scratch;
+    }
+    /* Weights llama.cpp repacks on AVX2 CPUs (quant/repack.h): groups of 8
+     * rows, the first n - n % 4 tokens 4 at a time (its gemm), the rest one
+     * at a time (its gemv), each output in its own float lane.  qlm uses
+     * that order on every CPU so the bits depend on the model only. */
+    if (qt_repack_applies(w->type, n_out)) {
+        const qt_repack_ops *rp = qt_repack();
+        qt_rp_gemv_fn gemv = rp->gemv[w->type];
+        qt_rp_gemm_fn gemm = rp->gemm[w->type];
+        if (gemv && gemm) {
+            const int n_gemm = n_tokens - n_tokens % QT_RP_COLS;
+            #pragma omp parallel for schedule(static)
+            for (int64_t g = 0; g < n_out / QT_RP_ROWS; g++) {
+                const void *wg = gl_row(w, g * QT_RP_ROWS);
+                for (int t = 0; t < n_gemm; t += QT_RP_COLS)
+                    gemm((int)n_in, &y[(int64_t)t * n_out + g * QT_RP_ROWS], (size_t)n_out, wg,
+                         w->row_bytes, (const uint8_t *)xq + (size_t)t * xq_row, xq_row);
+                for (int t = n_gemm; t < n_tokens; t++)
+                    gemv((int)n_in, &y[(int64_t)t * n_out + g * QT_RP_ROWS], wg, w->row_bytes,
+                         (const uint8_t *)xq + (size_t)t * xq_row);
+            }
+            return 0;
+        }
     }
     /* Rows outermost: each weight row is streamed once and reused across
      * all tokens of the batch while it is in cache. */
