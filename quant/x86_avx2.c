@@ -363,53 +363,7 @@ INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out
     return 1;
 }
 
-INLINE void quantize_q8_0(const float *src, void *dst, int64_t n, const int mode) {
-    qt_block_q8_0 *y = dst;
-    for (int64_t i = 0; i < n / QT_QK8_0; i++) {
-        const float *x = src + i * QT_QK8_0;
-        float d;
-        int sum;
-        if (quantize_block(x, y[i].qs, &d, &sum, 0, mode))
-            y[i].d = qt_f32_to_f16(d);
-        else if (mode == ROUND_AWAY)
-            qt_from_float_q8_0(x, &y[i], QT_QK8_0);
-        else
-            qt_quantize_act_q8_0(x, &y[i], QT_QK8_0);
-    }
-}
-
-INLINE void quantize_q8_1(const float *src, void *dst, int64_t n, const int mode) {
-    qt_block_q8_1 *y = dst;
-    for (int64_t i = 0; i < n / QT_QK8_1; i++) {
-        const float *x = src + i * QT_QK8_1;
-        float d;
-        int sum;
-        if (quantize_block(x, y[i].qs, &d, &sum, 1, mode)) {
-            y[i].d = qt_f32_to_f16(d);
-            y[i].s = qt_f32_to_f16((float)sum * d);
-        } else if (mode == ROUND_AWAY) {
-            qt_from_float_q8_1(x, &y[i], QT_QK8_1);
-        } else {
-            qt_quantize_act_q8_1(x, &y[i], QT_QK8_1);
-        }
-    }
-}
-
-static void from_float_q8_0(const float *src, void *dst, int64_t n) {
-    quantize_q8_0(src, dst, n, ROUND_AWAY);
-}
-
-static void from_float_q8_1(const float *src, void *dst, int64_t n) {
-    quantize_q8_1(src, dst, n, ROUND_AWAY);
-}
-
-static void quantize_act_q8_0(const float *src, void *dst, int64_t n) {
-    quantize_q8_0(src, dst, n, ROUND_EVEN);
-}
-
-static void quantize_act_q8_1(const float *src, void *dst, int64_t n) {
-    quantize_q8_1(src, dst, n, ROUND_EVEN);
-}
+#include "x86_q8.inc"
 
 /* ---- tables ------------------------------------------------------------- */
 
