@@ -74,11 +74,10 @@ model: $(DEFAULT_MODEL)
 $(DEFAULT_MODEL):
 	sh tools/fetch_model.sh smollm2 models
 
-# The default model is an instruct model: the sample prompt carries its
-# ChatML markup (qlm run parses control tokens in prompts, as llama.cpp does).
+# The default model is an instruct model: --chat renders the prompt with
+# the chat template stored in the GGUF.
 run: qlm $(DEFAULT_MODEL)
-	./qlm run -m $(DEFAULT_MODEL) -n 128 --temp 0 \
-	    -p "$$(printf '<|im_start|>user\nWrite one sentence about the sea.<|im_end|>\n<|im_start|>assistant\n')"
+	./qlm run -m $(DEFAULT_MODEL) --chat -n 128 --temp 0 -p "Write one sentence about the sea."
 	@echo
 
 test: qlm $(TEST_BIN)

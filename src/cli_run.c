@@ -17,6 +17,7 @@
 #include "model.h"
 #include "sample.h"
 #include "stop.h"
+#include "template.h"
 #include "tokenizer.h"
 
 /* The one piece of process-wide state the CLI needs: set by the SIGINT
@@ -36,6 +37,8 @@ typedef struct run_opts {
     bool json, verbose;
     const char *stops[16];
     int n_stops;
+    bool chat, dump_prompt;
+    const char *system, *chat_template;
 } run_opts;
 
 static void run_usage(FILE *f)
@@ -63,6 +66,10 @@ static void run_usage(FILE *f)
         "      --repeat-last-n N   how many recent tokens are penalised (default 64)\n"
         "      --stop STR          stop when the generated text contains STR (repeatable;\n"
         "                          STR itself is not printed)\n"
+        "      --chat              wrap the prompt as one user turn in the model's chat template\n"
+        "      --system TEXT       with --chat: a system message first\n"
+        "      --chat-template F   with --chat: use the Jinja template in file F instead\n"
+        "      --dump-prompt       print the exact prompt text (after --chat) and exit\n"
         "      --json              print one JSON object: text, tokens, timings, stop reason\n"
         "  -v, --verbose           log loading and timings to stderr\n"
         "\n"
@@ -86,11 +93,15 @@ static int parse_args(int argc, char **argv, run_opts *o)
         if (IS("-h", "--help")) { run_usage(stdout); return -1; }
         if (IS("-v", "--verbose")) { o->verbose = true; continue; }
         if (IS("--json", NULL)) { o->json = true; continue; }
+        if (IS("--chat", NULL)) { o->chat = true; continue; }
+        if (IS("--dump-prompt", NULL)) { o->dump_prompt = true; continue; }
         const char *v = NEXT();
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm run --help)", a);
         if (IS("-m", "--model")) o->model = v;
         else if (IS("-p", "--prompt")) o->prompt = v;
         else if (IS("-f", "--file")) o->prompt_file = v;
+        else if (IS("--system", NULL)) o->system = v;
+        else if (IS("--chat-template", NULL)) o->chat_template = v;
         else if (IS("--stop", NULL)) {
             if (o->n_stops == (int)(sizeof o->stops / sizeof o->stops[0]))
                 return qlm_cli_error(QLM_EUSAGE, "--stop: at most %d stop strings", o->n_stops);
@@ -138,6 +149,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
     if (!o->model) return qlm_cli_error(QLM_EUSAGE, "no model: pass -m FILE.gguf");
     if (o->prompt && o->prompt_file)
         return qlm_cli_error(QLM_EUSAGE, "give the prompt with -p or -f, not both");
+    if ((o->system || o->chat_template) && !o->chat)
+        return qlm_cli_error(QLM_EUSAGE, "--system and --chat-template need --chat");
     return 0;
 }
 
@@ -189,6 +202,57 @@ static int read_prompt(const run_opts *o, char **text, size_t *len)
     *text = slurp(stdin, len);
     return *text ? strip_newline(*text, len)
                  : qlm_cli_error(QLM_ELOAD, "cannot read the prompt from stdin: %s", strerror(errno));
+}
+
+/* Renders text as one user turn (after an optional system turn) through
+ * the model's chat template, or the one in opts->chat_template.  On success
+ * *text is replaced by the rendered prompt. */
+static int apply_chat(const run_opts *o, const qlm_model *m, char **text, size_t *len, qlm_err *err)
+{
+    char *src = NULL;
+    size_t src_len = 0;
+    if (o->chat_template) {
+        FILE *f = fopen(o->chat_template, "rb");
+        if (!f) return qlm_fail(err, QLM_ELOAD, "cannot read chat template %s: %s", o->chat_template, strerror(errno));
+        src = slurp(f, &src_len);
+        fclose(f);
+        if (!src) return qlm_fail(err, QLM_ELOAD, "cannot read chat template %s", o->chat_template);
+    } else {
+        gguf_str t;
+        if (!gguf_get_str(m->gguf, "tokenizer.chat_template", &t))
+            return qlm_fail(err, QLM_ELOAD, "%s has no chat template (pass --chat-template FILE)", o->model);
+        src = gguf_str_dup(t);
+        src_len = t.len;
+        if (!src) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
+    }
+    qlm_tmpl *tmpl = NULL;
+    int rc = qlm_tmpl_parse(src, src_len, &tmpl, err);
+    free(src);
+    if (rc) return rc;
+    /* The template sees the prompt as a C string: refuse embedded NULs
+     * rather than silently cutting the prompt short. */
+    if (memchr(*text, 0, *len)) {
+        qlm_tmpl_free(tmpl);
+        return qlm_fail(err, QLM_ELOAD, "the prompt contains a NUL byte, which a chat turn cannot hold");
+    }
+    qlm_chat_msg msgs[2];
+    size_t n = 0;
+    if (o->system) msgs[n++] = (qlm_chat_msg){.role = "system", .content = o->system};
+    (*text)[*len] = 0;
+    msgs[n++] = (qlm_chat_msg){.role = "user", .content = *text};
+    const int32_t bos = qlm_vocab_bos(m->vocab), eos = qlm_vocab_eos(m->vocab);
+    qlm_chat_opts co = {.add_generation_prompt = true,
+                        .bos_token = bos >= 0 ? qlm_vocab_text(m->vocab, bos) : NULL,
+                        .eos_token = eos >= 0 ? qlm_vocab_text(m->vocab, eos) : NULL};
+    char *out = NULL;
+    size_t out_len = 0;
+    rc = qlm_tmpl_render_chat(tmpl, msgs, n, &co, &out, &out_len, err);
+    qlm_tmpl_free(tmpl);
+    if (rc) return rc;
+    free(*text);
+    *text = out;
+    *len = out_len;
+    return QLM_OK;
 }
 
 typedef struct out_state {
@@ -262,8 +326,22 @@ int qlm_cmd_run(int argc, char **argv)
         fprintf(stderr, "qlm: %s (%s, %d layers, %d-token context), loaded in %.0f ms\n", m->name,
                 m->arch->name, m->hp.n_layer, qlm_ctx_n_ctx(ctx), load_ms);
 
-    /* Prompts may carry the model's control tokens (chat markup), as in llama.cpp. */
-    if ((rc = qlm_tokenize(m->vocab, text, text_len, qlm_vocab_add_bos(m->vocab), true, &ids, &n_ids, &err)))
+    if (o.chat && (rc = apply_chat(&o, m, &text, &text_len, &err))) goto fail;
+    if (o.dump_prompt) {
+        fwrite(text, 1, text_len, stdout);
+        fflush(stdout);
+        goto done;
+    }
+    /* Prompts may carry the model's control tokens (chat markup), as in
+     * llama.cpp.  A rendered template that already starts with BOS gets no
+     * second one. */
+    bool add_bos = qlm_vocab_add_bos(m->vocab);
+    const int32_t bos = qlm_vocab_bos(m->vocab);
+    if (add_bos && o.chat && bos >= 0) {
+        const char *bt = qlm_vocab_text(m->vocab, bos);
+        if (bt && *bt && !strncmp(text, bt, strlen(bt))) add_bos = false;
+    }
+    if ((rc = qlm_tokenize(m->vocab, text, text_len, add_bos, true, &ids, &n_ids, &err)))
         goto fail;
     if (!(smp = qlm_sampler_new(&o.sp, m->hp.n_vocab))) {
         rc = qlm_fail(&err, QLM_ERUNTIME, "out of memory");

@@ -79,6 +79,20 @@ full, out, stop = (open(f, "rb").read() for f in sys.argv[1:4])
 assert len(stop) == 3 and out == full[:full.index(stop)], (out, full, stop)
 ' "$tmp/full" "$tmp/out" "$tmp/stopstr" 2>"$tmp/py"; then pass run_stop_string; else fail run_stop_string "rc=$rc $(tail -1 "$tmp/py")"; fi
 
+# --chat: the tiny model has no template of its own; a file can supply one.
+$QLM run -m "$M" -p hi --chat >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect_error run_chat_without_template 2
+printf '%s' '{% for m in messages %}<|{{ m.role }}|>{{ m.content | trim }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}' > "$tmp/t.jinja"
+$QLM run -m "$M" -p "  hi there " --chat --system "be brief" --chat-template "$tmp/t.jinja" --dump-prompt >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(cat "$tmp/out")" = "<|system|>be brief<|user|>hi there<|assistant|>" ]; then pass run_chat_template_file
+else fail run_chat_template_file "rc=$rc out=$(cat "$tmp/out") err=$(head -1 "$tmp/err")"; fi
+$QLM run -m "$M" -p hi --chat --chat-template "$tmp/t.jinja" -n 4 --temp 0 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ ! -s "$tmp/err" ]; then pass run_chat_generates; else fail run_chat_generates "rc=$rc $(head -1 "$tmp/err")"; fi
+printf '%s' '{% if messages[0].role == "user" %}{{ raise_exception("need a system turn") }}{% endif %}' > "$tmp/bad.jinja"
+$QLM run -m "$M" -p hi --chat --chat-template "$tmp/bad.jinja" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 1 ] && grep -q '^qlm: error: .*need a system turn' "$tmp/err" && [ "$(wc -l < "$tmp/err")" = 1 ]; then pass run_chat_template_raises
+else fail run_chat_template_raises "rc=$rc $(head -2 "$tmp/err")"; fi
+
 $QLM nonsense >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect_error unknown_command 1
 exit 0
