@@ -103,8 +103,12 @@ $(BUILD)/qlm-asan: $(BUILD)/tools/qlm.o $(LIB)
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c) over a clang-built library; the
 # smoke run starts from the committed seeds and keeps its corpus in
-# build-fuzz/, so repeated runs accumulate.
+# build-fuzz/, so repeated runs accumulate.  CI's run is reproducible
+# (fixed seed, fixed number of runs, from the seeds alone); for real fuzzing
+# pass FUZZ_SEED=0 (random) and a large FUZZ_SECONDS and FUZZ_RUNS.
 FUZZ_SECONDS ?= 20
+FUZZ_RUNS ?= 150000
+FUZZ_SEED ?= 1
 FUZZ_TARGETS = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz-build:
@@ -117,7 +121,7 @@ fuzz-build:
 fuzz-smoke: fuzz-build
 	for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build-fuzz/corpus-$$t; \
-	  build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  build-fuzz/fuzz_$$t -seed=$(FUZZ_SEED) -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    build-fuzz/corpus-$$t tests/fuzz/corpus/$$t 2>build-fuzz/fuzz_$$t.log || \
 	    { tail -40 build-fuzz/fuzz_$$t.log; exit 1; }; \
 	  grep -E 'stat::number_of_executed_units|cov:' build-fuzz/fuzz_$$t.log | tail -2; \
