@@ -301,63 +301,8 @@ INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out
 
 /* ---- tables ------------------------------------------------------------- */
 
-const qt_kernels qt_kernels_avx512 = {
-    .name = "avx512",
-    .vec_dot = {
-        [QT_F32] = vec_f32,
-        [QT_F16] = vec_f16,
-        [QT_BF16] = vec_bf16,
-        [QT_Q4_0] = vec_q4_0,
-        [QT_Q4_1] = vec_q4_1,
-        [QT_Q5_0] = vec_q5_0,
-        [QT_Q5_1] = vec_q5_1,
-        [QT_Q8_0] = vec_q8_0,
-        [QT_Q2_K] = qt_avx2_vec_dot_q2_K_q8_K,
-        [QT_Q3_K] = qt_avx2_vec_dot_q3_K_q8_K,
-        [QT_Q4_K] = qt_avx2_vec_dot_q4_K_q8_K,
-        [QT_Q5_K] = qt_avx2_vec_dot_q5_K_q8_K,
-        [QT_Q6_K] = qt_avx512_vec_dot_q6_K_q8_K,
-    },
-    .from_float = {
-        [QT_Q8_0] = from_float_q8_0,
-        [QT_Q8_1] = from_float_q8_1,
-        [QT_Q8_K] = qt_avx2_quantize_q8_K,
-    },
-    .quantize_act = {
-        [QT_Q8_0] = quantize_act_q8_0,
-        [QT_Q8_1] = quantize_act_q8_1,
-        [QT_Q8_K] = qt_avx2_quantize_q8_K,
-    },
-};
-
-const qt_kernels qt_kernels_avx512_vnni = {
-    .name = "avx512-vnni",
-    .vec_dot = {
-        [QT_F32] = vec_f32,
-        [QT_F16] = vec_f16,
-        [QT_BF16] = vec_bf16,
-        [QT_Q4_0] = vec_q4_0_vnni,
-        [QT_Q4_1] = vec_q4_1_vnni,
-        [QT_Q5_0] = vec_q5_0_vnni,
-        [QT_Q5_1] = vec_q5_1_vnni,
-        [QT_Q8_0] = vec_q8_0_vnni,
-        [QT_Q2_K] = qt_avx2_vec_dot_q2_K_q8_K,
-        [QT_Q3_K] = qt_avx2_vec_dot_q3_K_q8_K,
-        [QT_Q4_K] = qt_avx2_vec_dot_q4_K_q8_K,
-        [QT_Q5_K] = qt_avx2_vec_dot_q5_K_q8_K,
-        [QT_Q6_K] = qt_avx512_vec_dot_q6_K_q8_K,
-    },
-    .from_float = {
-        [QT_Q8_0] = from_float_q8_0,
-        [QT_Q8_1] = from_float_q8_1,
-        [QT_Q8_K] = qt_avx2_quantize_q8_K,
-    },
-    .quantize_act = {
-        [QT_Q8_0] = quantize_act_q8_0,
-        [QT_Q8_1] = quantize_act_q8_1,
-        [QT_Q8_K] = qt_avx2_quantize_q8_K,
-    },
-};
+const qt_kernels qt_kernels_avx512 = QT_X86_TABLE("avx512", , qt_avx512_vec_dot_q6_K_q8_K);
+const qt_kernels qt_kernels_avx512_vnni = QT_X86_TABLE("avx512-vnni", _vnni, qt_avx512_vec_dot_q6_K_q8_K);
 
 #else
 
