@@ -322,9 +322,13 @@ int qlm_cmd_run(int argc, char **argv)
     qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads};
     if ((rc = qlm_ctx_new(&ctx, m, &cp, &err))) goto fail;
     const double load_ms = qlm_now_ms() - t0;
-    if (logs)
-        fprintf(stderr, "qlm: %s (%s, %d layers, %d-token context), loaded in %.0f ms\n", m->name,
-                m->arch->name, m->hp.n_layer, qlm_ctx_n_ctx(ctx), load_ms);
+    if (logs) {
+        const qlm_kv *kv = qlm_ctx_kv(ctx);
+        const double kv_mib = 2.0 * kv->n_layer * (double)kv->n_ctx * kv->kv_dim * sizeof(float) / (1 << 20);
+        fprintf(stderr, "qlm: %s (%s, %d layers, %d-token context), loaded in %.0f ms; "
+                "KV cache f32, %.1f MiB\n", m->name, m->arch->name, m->hp.n_layer,
+                qlm_ctx_n_ctx(ctx), load_ms, kv_mib);
+    }
 
     if (o.chat && (rc = apply_chat(&o, m, &text, &text_len, &err))) goto fail;
     if (o.dump_prompt) {
@@ -372,8 +376,8 @@ int qlm_cmd_run(int argc, char **argv)
         fflush(stdout);
     }
     if (logs) {
-        fprintf(stderr, "\nqlm: prompt %d tokens in %.0f ms (%.1f t/s), generated %d tokens in %.0f ms "
-                "(%.1f t/s), stop: %s\n", st.n_prompt, st.prompt_ms,
+        fprintf(stderr, "\nqlm: time to first token %.0f ms; prompt %d tokens in %.0f ms (%.1f t/s), generated %d tokens in %.0f ms "
+                "(%.1f t/s), stop: %s\n", st.prompt_ms, st.n_prompt, st.prompt_ms,
                 st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen, st.gen_ms,
                 st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, stop_name);
     }
