@@ -23,16 +23,14 @@
 #include "x86_k.h"
 
 #define INLINE static inline __attribute__((always_inline))
+#define QT_X86_DPBUSD "%{vex%} vpdpbusd %2, %1, %0"
+#include "x86_simd.h"
 #define QK QT_QK_K
 /* The chunk loops must be unrolled for their shuffle controls and shifts to
  * become constants; -O2 alone leaves them rolled. */
 #define UNROLL _Pragma("GCC unroll 8")
 
 /* ---- helpers ------------------------------------------------------------ */
-
-INLINE __m256i load256(const void *p) {
-    return _mm256_loadu_si256((const __m256i *)p);
-}
 
 INLINE __m128i load128(const void *p) {
     return _mm_loadu_si128((const __m128i *)p);
@@ -41,38 +39,6 @@ INLINE __m128i load128(const void *p) {
 /* F16C widening is exact, subnormals included. */
 INLINE float half(uint16_t h) {
     return _cvtsh_ss(h);
-}
-
-/* ((0+4)+(2+6)) + ((1+5)+(3+7)): qt_hsum8's order. */
-INLINE float hsum_ps(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-INLINE int hsum_epi32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
-
-INLINE float hmax_ps(__m256 v) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    return _mm_cvtss_f32(m);
-}
-
-/* 2 KB ahead of the weights, as in x86_avx2.c: a matvec streams them from
- * memory once, faster than the hardware prefetchers alone fetch them. */
-INLINE void prefetch_weights(const void *block) {
-    _mm_prefetch((const char *)block + 2048, _MM_HINT_T0);
-}
-
-INLINE __m256 fma_block(float d, __m256i lanes, __m256 acc) {
-    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
 }
 
 /* Σ q·y by pairs, in int16, for unsigned q below 64. */

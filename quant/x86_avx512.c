@@ -30,12 +30,10 @@
 #include "x86_k.h"
 
 #define INLINE static inline __attribute__((always_inline))
+#define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
+#include "x86_simd.h"
 
 /* ---- helpers (see x86_avx2.c for the reasoning behind each) ------------ */
-
-INLINE __m256i load256(const void *p) {
-    return _mm256_loadu_si256((const __m256i *)p);
-}
 
 INLINE float scale2(const uint16_t *xd, const uint16_t *yd) {
     const __m128 h = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(*xd), *yd, 1));
@@ -52,53 +50,6 @@ INLINE float scale4(const void *x, const void *y, __m128 *summs) {
     return _mm_cvtss_f32(_mm_mul_ss(h, swapped));
 }
 
-/* ((0+4)+(2+6)) + ((1+5)+(3+7)): qt_hsum8's order. */
-INLINE float hsum_ps(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* Sums of u·s over each group of four bytes, u unsigned, s signed; without
- * VNNI exact while u < 128.  {evex}: the VEX form is AVX-VNNI, which an
- * AVX512-VNNI CPU need not have. */
-INLINE __m256i dot4(__m256i u, __m256i s, const int vnni) {
-    if (vnni) {
-        __m256i acc = _mm256_setzero_si256();
-        __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
-        return acc;
-    }
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
-
-/* Sums of (q - off)·y by groups of four, for unsigned q <= 31. */
-INLINE __m256i dot4_offset(__m256i q, __m256i off, __m256i y, const int vnni) {
-    if (vnni)
-        return _mm256_sub_epi32(dot4(q, y, 1), dot4(off, y, 1));
-    const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(off, y));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
-
-/* Signed·signed by groups of four, exact for every byte value. */
-INLINE __m256i dot4_s8(const int8_t *a, const int8_t *b, const int vnni) {
-    const __m256i va = load256(a), vb = load256(b);
-    if (vnni) {
-        const __m256i bias = _mm256_set1_epi8((char)0x80);
-        return _mm256_sub_epi32(dot4(_mm256_xor_si256(va, bias), vb, 1), dot4(bias, vb, 1));
-    }
-    const __m256i a_even = _mm256_srai_epi16(_mm256_slli_epi16(va, 8), 8);
-    const __m256i b_even = _mm256_srai_epi16(_mm256_slli_epi16(vb, 8), 8);
-    const __m256i a_odd = _mm256_srai_epi16(va, 8), b_odd = _mm256_srai_epi16(vb, 8);
-    return _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even), _mm256_madd_epi16(a_odd, b_odd));
-}
-
-INLINE __m256i nibbles(const uint8_t *qs) {
-    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
-    const __m256i v = _mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4));
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
-}
-
 /* Adds 16 to each byte whose 5th bit is set: qh is already a byte mask. */
 INLINE __m256i add_fifth_bits(__m256i q, const uint8_t qh[4]) {
     uint32_t bits;
@@ -107,15 +58,6 @@ INLINE __m256i add_fifth_bits(__m256i q, const uint8_t qh[4]) {
 }
 
 /* ---- quantized dot products: quant/ref.c's order, as in x86_avx2.c ----- */
-
-/* 2 KB ahead of the weights: see x86_avx2.c's prefetch_weights. */
-INLINE void prefetch_weights(const void *block) {
-    _mm_prefetch((const char *)block + 2048, _MM_HINT_T0);
-}
-
-INLINE __m256 fma_block(float d, __m256i lanes, __m256 acc) {
-    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
-}
 
 INLINE void dot_q4_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
     const qt_block_q4_0 *x = vx;

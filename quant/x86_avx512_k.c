@@ -24,13 +24,17 @@
 #include "x86_k.h"
 
 #define INLINE static inline __attribute__((always_inline))
+#define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
+#include "x86_simd.h"
+
+/* The 16 int32 lanes of a zmm folded to the reference's 8, then one FMA. */
+INLINE __m256 fma_block16(float d, __m512i lanes16, __m256i extra8, __m256 acc) {
+    const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes16), _mm512_extracti64x4_epi64(lanes16, 1));
+    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(l8, extra8)), acc);
+}
 #define QK QT_QK_K
 /* Unrolled so that per-chunk index vectors become constants. */
 #define UNROLL _Pragma("GCC unroll 8")
-
-INLINE __m256i load256(const void *p) {
-    return _mm256_loadu_si256((const __m256i *)p);
-}
 
 INLINE __m512i load512(const void *p) {
     return _mm512_loadu_si512(p);
@@ -38,25 +42,6 @@ INLINE __m512i load512(const void *p) {
 
 INLINE float half(uint16_t h) {
     return _cvtsh_ss(h);
-}
-
-/* ((0+4)+(2+6)) + ((1+5)+(3+7)): qt_hsum8's order. */
-INLINE float hsum_ps(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* 2 KB ahead of the weights: see x86_avx2.c's prefetch_weights. */
-INLINE void prefetch_weights(const void *block) {
-    _mm_prefetch((const char *)block + 2048, _MM_HINT_T0);
-}
-
-/* The 16 int32 lanes of a zmm folded to the reference's 8, then one FMA. */
-INLINE __m256 fma_block(float d, __m512i lanes16, __m256i extra8, __m256 acc) {
-    const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(lanes16), _mm512_extracti64x4_epi64(lanes16, 1));
-    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(l8, extra8)), acc);
 }
 
 /* Word index vector with one scale per 128-bit lane (16-element sub-blocks). */
@@ -103,7 +88,7 @@ void qt_avx512_vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy
             sumi = _mm512_add_epi32(sumi, scaled(a, load512(yq), s, idx_lanes(sb, sb + 1, sb + 2, sb + 3)));
             sumi = _mm512_add_epi32(sumi, scaled(b, load512(yq + 64), s, idx_lanes(sb + 4, sb + 5, sb + 6, sb + 7)));
         }
-        acc = fma_block(d, sumi, _mm256_sub_epi32(_mm256_setzero_si256(), offset), acc);
+        acc = fma_block16(d, sumi, _mm256_sub_epi32(_mm256_setzero_si256(), offset), acc);
     }
     *s = hsum_ps(acc);
 }
