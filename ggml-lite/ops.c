@@ -68,24 +68,6 @@ void gl_add(float *y, const float *x, int64_t n)
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 
-void gl_softmax(float *x, int n)
-{
-    float max = -INFINITY;
-    for (int i = 0; i < n; i++) if (x[i] > max) max = x[i];
-    if (max == -INFINITY) { /* nothing visible: define as all zero */
-        memset(x, 0, sizeof *x * (size_t)n);
-        return;
-    }
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) {
-        const float e = expf(x[i] - max);
-        x[i] = e;
-        sum += e;
-    }
-    const float inv = (float)(1.0 / sum);
-    for (int i = 0; i < n; i++) x[i] *= inv;
-}
-
 int gl_get_row(const gl_tensor *t, int64_t r, float *out)
 {
     const qt_traits *tr = qt_get(t->type);

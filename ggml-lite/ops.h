@@ -35,9 +35,6 @@ void gl_swiglu(float *g, const float *u, int64_t n);
 /* y[i] += x[i] */
 void gl_add(float *y, const float *x, int64_t n);
 
-/* Softmax in place over n values; returns nothing, handles -INFINITY. */
-void gl_softmax(float *x, int n);
-
 /* Row r of an embedding table, dequantized to f32 (n = ne[0] floats). */
 int gl_get_row(const gl_tensor *t, int64_t r, float *out);
 

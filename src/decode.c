@@ -147,7 +147,7 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
 {
     const qlm_model *m = c->m;
     const qlm_hparams *hp = &m->hp;
-    const int E = hp->n_embd, QD = hp->n_head * hp->head_dim, KD = hp->n_head_kv * hp->head_dim,
+    const int E = hp->n_embd, KD = hp->n_head_kv * hp->head_dim,
               F = hp->n_ff;
     const int32_t *tok = b->token + off, *pos = b->pos + off, *seq = b->seq + off;
     const gl_rope rope = {.n_rot = hp->n_rot, .freq_base = hp->rope_base,
@@ -181,7 +181,6 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
         gl_swiglu(c->g, c->u, (int64_t)T * F);
         gl_matmul(&L->w_down, c->g, c->xn, T, c->mm);
         gl_add(c->x, c->xn, (int64_t)T * E);
-        (void)QD;
     }
 
     /* output head, only for rows that asked for logits */

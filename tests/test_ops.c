@@ -5,6 +5,7 @@
 
 #include "ggml-lite/matmul.h"
 #include "ggml-lite/ops.h"
+#include "ggml-lite/vec.h"
 #include "test.h"
 
 static float frand(uint64_t *s)
@@ -60,12 +61,12 @@ int main(void)
 
     TEST_BEGIN("softmax");
     float s[5] = {1, 2, -INFINITY, 3, 0};
-    gl_softmax(s, 5);
+    gl_softmax_ggml(s, 5);
     double z = exp(1) + exp(2) + exp(3) + exp(0);
     CHECK(s[2] == 0.0f, "masked entry got %g", s[2]);
     CHECK(fabs(s[3] - exp(3) / z) < 1e-6, "got %g", s[3]);
     float allm[3] = {-INFINITY, -INFINITY, -INFINITY};
-    gl_softmax(allm, 3);
+    gl_softmax_ggml(allm, 3);
     CHECK(allm[0] == 0 && allm[1] == 0 && allm[2] == 0, "fully masked row is not zero");
     TEST_END();
 
