@@ -2,8 +2,9 @@
  *
  * Buffers are row-major [n_tokens][dim] float arrays.  Numerics follow
  * ggml's CPU ops where it matters for matching llama.cpp token for token:
- * sums of squares and softmax denominators are accumulated in double,
- * and RoPE angles advance by repeated multiplication as ggml does. */
+ * float squares summed in double, RoPE angles advanced by repeated
+ * multiplication with FMAs where ggml's compiler put them, SwiGLU through
+ * ggml's vector exp.  The softmax and f32 dots are in vec.h. */
 #ifndef QLM_GL_OPS_H
 #define QLM_GL_OPS_H
 
