@@ -28,6 +28,7 @@ struct qlm_ctx {
     float *scores;  /* [n_threads][n_ctx] attention weights */
     void *mm;       /* activation quantization scratch */
     int *cells;     /* [T] KV cells of the micro-batch */
+    int8_t *tiled;  /* [T] p.v in tinyBLAS order (see attention) */
     float *logits;  /* [n_logits][V] */
     int n_logits, logits_cap;
 };
@@ -70,7 +71,8 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->scores = malloc((size_t)c->n_threads * n_ctx * sizeof(float));
     c->mm = malloc(mm ? mm : 1);
     c->cells = malloc(T * sizeof(int));
-    if (!c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
+    c->tiled = malloc(T);
+    if (!c->tiled || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
         !c->mm || !c->cells) {
         qlm_ctx_free(c);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory allocating scratch for a %d-token batch",
@@ -85,7 +87,7 @@ void qlm_ctx_free(qlm_ctx *c)
     if (!c) return;
     qlm_kv_free(&c->kv);
     free(c->x); free(c->xn); free(c->q); free(c->k); free(c->v); free(c->att);
-    free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->logits);
+    free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->tiled); free(c->logits);
     free(c);
 }
 
@@ -107,7 +109,13 @@ const float *qlm_logits(const qlm_ctx *c, int i)
  * window of n_kv cells (the used range padded to 256, as its cache does),
  * ggml's dot-product order for q.k, its softmax, and for p.v the tinyBLAS
  * order when several tokens are processed at once, ggml's vec_dot order
- * for a single token.  Masked cells contribute exact zeros. */
+ * for a single token.  Masked cells contribute exact zeros.
+ *
+ * "Several tokens at once" is decided per sequence (c->tiled): a token
+ * decoded next to tokens of other sequences gets the one-token order, so
+ * a prompt's result does not depend on what else shares its batch, and a
+ * batch marked one_by_one (speculative verification) reproduces token by
+ * token decoding exactly. */
 static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
 {
     const qlm_hparams *hp = &c->m->hp;
@@ -136,9 +144,10 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
             const float *v0 = qlm_kv_v(&c->kv, layer, 0) + kvo;
             /* Cells past the last visible one hold zero weight; they are
              * left out so that unwritten cache memory is never read. */
-            const int n_read = last < 0 ? 0 : (T > 1 ? (last / 16 + 1) * 16 : (last / 64 + 1) * 64);
+            const int tiled = c->tiled[t];
+            const int n_read = last < 0 ? 0 : (tiled ? (last / 16 + 1) * 16 : (last / 64 + 1) * 64);
             const int n_dot = n_read < n_kv ? n_read : n_kv;
-            gl_pv(n_dot, D, v0, KD, s, o, T > 1);
+            gl_pv(n_dot, D, v0, KD, s, o, tiled);
         }
     }
 }
@@ -157,6 +166,9 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
     for (int t = 0; t < T; t++) gl_get_row(&m->tok_embd, tok[t], c->x + (size_t)t * E);
     int rc = qlm_kv_claim(&c->kv, T, pos, seq, c->cells, err);
     if (rc) return rc;
+    int per_seq[QLM_MAX_SEQ] = {0};
+    for (int t = 0; t < T; t++) per_seq[seq[t]]++;
+    for (int t = 0; t < T; t++) c->tiled[t] = !b->one_by_one && per_seq[seq[t]] > 1;
 
     for (int l = 0; l < hp->n_layer; l++) {
         const qlm_layer *L = &m->layers[l];

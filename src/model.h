@@ -61,6 +61,10 @@ typedef struct qlm_batch {
     int32_t *pos;
     int32_t *seq;
     int8_t *logits; /* nonzero: produce logits for this entry */
+    /* Compute every entry bit for bit as a one-entry batch would (the
+     * speculative verify step needs exactly the plain decoding's logits);
+     * otherwise a sequence with several entries takes the prefill order. */
+    bool one_by_one;
 } qlm_batch;
 
 /* Allocates a batch with room for cap entries (n = 0). */

@@ -115,27 +115,73 @@ static double *reference(const qlm_model *m, const int32_t *toks, int n)
 static const int32_t toks[] = {72, 101, 108, 108, 111, 44, 32, 256, 257, 3, 200, 17, 99, 99, 1, 0};
 #define NT ((int)(sizeof toks / sizeof toks[0]))
 
-/* Runs toks through a fresh context in chunks of `step` tokens (logits for
- * all), returning [NT][V]. */
-static float *run_chunks(const qlm_model *m, int step, int n_batch)
+/* Runs tk[0..n) through a fresh context in chunks of `step` tokens (logits
+ * for all), returning [n][V]. */
+static float *run_tokens(const qlm_model *m, const int32_t *tk, int n, int step, int n_batch,
+                         bool one_by_one)
 {
     qlm_err err = {0};
     qlm_ctx *c;
-    qlm_ctx_params cp = {.n_ctx = 64, .n_batch = n_batch, .n_threads = 2};
+    qlm_ctx_params cp = {.n_ctx = 128, .n_batch = n_batch, .n_threads = 2};
     if (qlm_ctx_new(&c, m, &cp, &err)) return NULL;
     const int V = m->hp.n_vocab;
-    float *out = malloc(sizeof(float) * (size_t)NT * V);
+    float *out = malloc(sizeof(float) * (size_t)n * V);
     qlm_batch b;
-    qlm_batch_init(&b, NT);
-    for (int off = 0; off < NT; off += step) {
+    qlm_batch_init(&b, n);
+    b.one_by_one = one_by_one;
+    for (int off = 0; off < n; off += step) {
         b.n = 0;
-        for (int i = off; i < off + step && i < NT; i++) qlm_batch_add(&b, toks[i], i, 0, true);
+        for (int i = off; i < off + step && i < n; i++) qlm_batch_add(&b, tk[i], i, 0, true);
         if (qlm_decode(c, &b, &err)) { free(out); out = NULL; break; }
         for (int i = 0; i < b.n; i++) memcpy(out + (size_t)(off + i) * V, qlm_logits(c, i), sizeof(float) * V);
     }
     qlm_batch_free(&b);
     qlm_ctx_free(c);
     return out;
+}
+
+static float *run_chunks(const qlm_model *m, int step, int n_batch)
+{
+    return run_tokens(m, toks, NT, step, n_batch, false);
+}
+
+/* Bit-for-bit promise that speculative verification relies on: a
+ * one_by_one batch equals decoding token by token. */
+static void check_bit_exact_batches(void)
+{
+    TEST_BEGIN("one_by_one_batch_bit_exact");
+    char path[] = "/tmp/qlm-test-model-XXXXXX";
+    close(mkstemp(path));
+    /* f32 weights: 8-bit activations would round the orders' differences away */
+    tiny_cfg cfg = tiny_default();
+    tiny_write(path, &cfg);
+    qlm_model *m = NULL;
+    qlm_err err = {0};
+    CHECK(qlm_model_load(&m, path, &err) == 0, "load: %s", err.msg);
+    /* long enough that the two p.v orders differ */
+    enum { NL = 100 };
+    int32_t tk[NL];
+    for (int i = 0; i < NL; i++) tk[i] = (i * 37 + 11) % 256;
+    const int V = m ? m->hp.n_vocab : 0;
+    float *one = m ? run_tokens(m, tk, NL, 1, 512, false) : NULL;
+    if (m) {
+        float *obo = run_tokens(m, tk, NL, NL, 512, true), *tiled = run_tokens(m, tk, NL, NL, 512, false);
+        CHECK(one && obo && tiled, "decode failed");
+        if (one && obo && tiled) {
+            CHECK(!memcmp(one, obo, sizeof(float) * (size_t)NL * V),
+                  "one_by_one batch differs from token-by-token decoding");
+            /* the prefill order really is a different one, or this test proves nothing */
+            CHECK(memcmp(one, tiled, sizeof(float) * (size_t)NL * V),
+                  "prefill order unexpectedly identical to token by token");
+        }
+        free(obo); free(tiled);
+    }
+    TEST_END();
+
+    free(one);
+    qlm_model_free(m);
+    unlink(path);
+    TEST_END();
 }
 
 static void check_against_reference(const char *name, qt_type wtype, int tied, double tol)
@@ -251,5 +297,6 @@ int main(int argc, char **argv)
     check_against_reference("forward_q8_0_tied_vs_reference", QT_Q8_0, 1, 0.05);
     check_against_reference("forward_q4_1_vs_reference", QT_Q4_1, 0, 0.08);
     check_batch_consistency();
+    check_bit_exact_batches();
     TEST_EXIT();
 }
