@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf.h"
+
 int qlm_cli_error(int code, const char *fmt, ...)
 {
     char msg[1024];
@@ -36,6 +38,22 @@ int qlm_cli_int(const char *flag, const char *s, long lo, long hi, long *out)
         return 0;
     }
     *out = v;
+    return 1;
+}
+
+int qlm_cli_load_flag(const char *a, int *mode)
+{
+    int m;
+    if (!strcmp(a, "--mmap")) m = GGUF_LOAD_MMAP;
+    else if (!strcmp(a, "--no-mmap")) m = GGUF_LOAD_READ;
+    else if (!strcmp(a, "--mlock")) m = GGUF_LOAD_MLOCK;
+    else return 0;
+    if (*mode >= 0 && *mode != m) {
+        static const char *const names[] = {"--mmap", "--no-mmap", "--mlock"};
+        qlm_cli_error(QLM_EUSAGE, "%s and %s: choose one load mode", names[*mode], a);
+        return -1;
+    }
+    *mode = m;
     return 1;
 }
 

@@ -16,6 +16,16 @@ int qlm_cli_report(const qlm_err *e);
 int qlm_cli_int(const char *flag, const char *s, long lo, long hi, long *out);
 int qlm_cli_float(const char *flag, const char *s, double lo, double hi, double *out);
 
+/* The load-mode flags every subcommand that loads a model takes:
+ * --mmap (default), --no-mmap, --mlock.  *mode starts at -1 (none given).
+ * Returns 1 if a was one of them, 0 if not, -1 with the usage error
+ * printed when it contradicts one given before. */
+int qlm_cli_load_flag(const char *a, int *mode);
+#define QLM_CLI_LOAD_HELP \
+    "      --mmap | --no-mmap | --mlock\n" \
+    "                          map the model (default) | read it into memory (fast cold\n" \
+    "                          load) | map and lock it in RAM (never swapped out)\n"
+
 int qlm_cmd_run(int argc, char **argv);
 
 #endif

@@ -39,6 +39,7 @@ typedef struct run_opts {
     int n_stops;
     bool chat, dump_prompt;
     const char *system, *chat_template;
+    int load_mode; /* gguf_load_mode, -1: default */
 } run_opts;
 
 static void run_usage(FILE *f)
@@ -71,6 +72,7 @@ static void run_usage(FILE *f)
         "      --chat-template F   with --chat: use the Jinja template in file F instead\n"
         "      --dump-prompt       print the exact prompt text (after --chat) and exit\n"
         "      --json              print one JSON object: text, tokens, timings, stop reason\n"
+        QLM_CLI_LOAD_HELP
         "  -v, --verbose           log loading and timings to stderr\n"
         "\n"
         "exit status: 0 ok, 1 usage, 2 cannot load model or input, 3 runtime failure, 130 interrupted\n");
@@ -83,7 +85,7 @@ static bool is_opt(const char *a, const char *s1, const char *s2)
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
-    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults()};
+    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long l;
@@ -95,6 +97,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
         if (IS("--json", NULL)) { o->json = true; continue; }
         if (IS("--chat", NULL)) { o->chat = true; continue; }
         if (IS("--dump-prompt", NULL)) { o->dump_prompt = true; continue; }
+        const int lf = qlm_cli_load_flag(a, &o->load_mode);
+        if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
         const char *v = NEXT();
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm run --help)", a);
         if (IS("-m", "--model")) o->model = v;
@@ -318,16 +322,17 @@ int qlm_cmd_run(int argc, char **argv)
     out_state out = {.json = o.json};
     qlm_stopper_init(&out.stop, o.stops, o.n_stops);
     double t0 = qlm_now_ms();
-    if ((rc = qlm_model_load(&m, o.model, &err))) goto fail;
+    const gguf_load_mode lm = o.load_mode < 0 ? GGUF_LOAD_MMAP : (gguf_load_mode)o.load_mode;
+    if ((rc = qlm_model_load_mode(&m, o.model, lm, &err))) goto fail;
     qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads};
     if ((rc = qlm_ctx_new(&ctx, m, &cp, &err))) goto fail;
     const double load_ms = qlm_now_ms() - t0;
     if (logs) {
         const qlm_kv *kv = qlm_ctx_kv(ctx);
         const double kv_mib = 2.0 * kv->n_layer * (double)kv->n_ctx * kv->kv_dim * sizeof(float) / (1 << 20);
-        fprintf(stderr, "qlm: %s (%s, %d layers, %d-token context), loaded in %.0f ms; "
+        fprintf(stderr, "qlm: %s (%s, %d layers, %d-token context), loaded (%s) in %.0f ms; "
                 "KV cache f32, %.1f MiB\n", m->name, m->arch->name, m->hp.n_layer,
-                qlm_ctx_n_ctx(ctx), load_ms, kv_mib);
+                qlm_ctx_n_ctx(ctx), gguf_load_mode_name(lm), load_ms, kv_mib);
     }
 
     if (o.chat && (rc = apply_chat(&o, m, &text, &text_len, &err))) goto fail;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -521,7 +522,9 @@ void gguf_close(gguf_ctx *ctx)
     free(ctx->tensors);
     free(P->kv_sorted);
     free(P->t_sorted);
+    if (ctx->locked) munlock(ctx->base, ctx->size);
     if (ctx->mapped && ctx->size) munmap((void *)ctx->base, ctx->size);
+    if (ctx->owned) free((void *)ctx->base);
     free(P);
 }
 
@@ -548,7 +551,60 @@ int gguf_open_mem(gguf_ctx **out, const void *buf, size_t size, qlm_err *err)
     return QLM_OK;
 }
 
+const char *gguf_load_mode_name(gguf_load_mode m)
+{
+    switch (m) {
+    case GGUF_LOAD_MMAP: return "mmap";
+    case GGUF_LOAD_READ: return "read";
+    case GGUF_LOAD_MLOCK: return "mlock";
+    }
+    return "?";
+}
+
+/* Reads all of fd into a new buffer, in large sequential chunks. */
+static void *read_whole(int fd, size_t size, int *e)
+{
+    uint8_t *buf = malloc(size);
+    if (!buf) { *e = ENOMEM; return NULL; }
+#ifdef POSIX_FADV_SEQUENTIAL
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+    size_t n = 0;
+    while (n < size) {
+        const size_t want = size - n < ((size_t)64 << 20) ? size - n : ((size_t)64 << 20);
+        ssize_t r = read(fd, buf + n, want);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            *e = r < 0 ? errno : EIO; /* EOF early: the file shrank under us */
+            free(buf);
+            return NULL;
+        }
+        n += (size_t)r;
+    }
+    return buf;
+}
+
+/* Why mlock failed, and what to do about it. */
+static int mlock_failure(qlm_err *err, const char *path, size_t size, int e)
+{
+    struct rlimit rl;
+    if ((e == ENOMEM || e == EPERM) && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < size)
+        return qlm_fail(err, QLM_ELOAD,
+                        "%s: --mlock: cannot lock %zu MiB: RLIMIT_MEMLOCK is %llu KiB "
+                        "(raise it with `ulimit -l unlimited`, or memlock in /etc/security/limits.conf; "
+                        "or drop --mlock)",
+                        path, size >> 20, (unsigned long long)(rl.rlim_cur >> 10));
+    return qlm_fail(err, QLM_ELOAD, "%s: --mlock: cannot lock %zu MiB: %s (or drop --mlock)", path,
+                    size >> 20, strerror(e));
+}
+
 int gguf_open(gguf_ctx **out, const char *path, qlm_err *err)
+{
+    return gguf_open_mode(out, path, GGUF_LOAD_MMAP, err);
+}
+
+int gguf_open_mode(gguf_ctx **out, const char *path, gguf_load_mode mode, qlm_err *err)
 {
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -572,20 +628,43 @@ int gguf_open(gguf_ctx **out, const char *path, qlm_err *err)
         return qlm_fail(err, QLM_ELOAD, "%s: file too large to map", path);
     }
     size_t size = (size_t)st.st_size;
-    void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (m == MAP_FAILED) return qlm_fail(err, QLM_ELOAD, "%s: mmap: %s", path, strerror(e));
+    int e = 0;
+    void *m;
+    if (mode == GGUF_LOAD_READ) {
+        m = read_whole(fd, size, &e);
+        close(fd);
+        if (!m)
+            return e == ENOMEM ? qlm_fail(err, QLM_ERUNTIME, "%s: out of memory reading %zu MiB (use the default mmap)",
+                                          path, size >> 20)
+                               : qlm_fail(err, QLM_ELOAD, "%s: read: %s", path, strerror(e));
+    } else {
+        m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        e = errno;
+        close(fd);
+        if (m == MAP_FAILED) return qlm_fail(err, QLM_ELOAD, "%s: mmap: %s", path, strerror(e));
+    }
     qlm_err local;
     qlm_err *pe = err ? err : &local;
     int rc = gguf_open_mem(out, m, size, pe);
     if (rc) {
-        munmap(m, size);
+        if (mode == GGUF_LOAD_READ) free(m);
+        else munmap(m, size);
         char why[sizeof pe->msg];
         memcpy(why, pe->msg, sizeof why);
         return qlm_fail(err, rc, "%s: %s", path, why);
     }
-    (*out)->mapped = true;
+    (*out)->mapped = mode != GGUF_LOAD_READ;
+    (*out)->owned = mode == GGUF_LOAD_READ;
+    /* Locked only after validation, so a bad file costs no locked memory. */
+    if (mode == GGUF_LOAD_MLOCK) {
+        if (mlock(m, size) != 0) {
+            e = errno;
+            gguf_close(*out);
+            *out = NULL;
+            return mlock_failure(err, path, size, e);
+        }
+        (*out)->locked = true;
+    }
     return QLM_OK;
 }
 

@@ -66,6 +66,8 @@ typedef struct gguf_ctx {
     const uint8_t *base;   /* whole file */
     size_t size;
     bool mapped;           /* base is an mmap we own (else caller's memory) */
+    bool owned;            /* base is a heap copy we own (--no-mmap) */
+    bool locked;           /* base is mlock'ed (--mlock) */
     uint32_t version;
     uint64_t n_kv;
     gguf_kv *kv;
@@ -86,6 +88,16 @@ typedef struct gguf_ctx {
  * more than 4 dims or a dim < 1, rows not a multiple of the type's block
  * size, misaligned or overlapping tensor data. */
 int gguf_open(gguf_ctx **out, const char *path, qlm_err *err);
+
+/* How the file's bytes get into memory; exactly one is in force.
+ *   MMAP   map the file (default): instant start, pages come in on first use
+ *   READ   read it whole into memory with large sequential reads: the fastest
+ *          cold load from a slow disk, and no page faults later
+ *   MLOCK  map it and lock every page in RAM, so it is never swapped out;
+ *          fails with the reason and the fix when RLIMIT_MEMLOCK is too low */
+typedef enum gguf_load_mode { GGUF_LOAD_MMAP, GGUF_LOAD_READ, GGUF_LOAD_MLOCK } gguf_load_mode;
+const char *gguf_load_mode_name(gguf_load_mode m);
+int gguf_open_mode(gguf_ctx **out, const char *path, gguf_load_mode mode, qlm_err *err);
 /* Same over caller-owned memory that must outlive the context (messages
  * then start at what is wrong). */
 int gguf_open_mem(gguf_ctx **out, const void *buf, size_t size, qlm_err *err);

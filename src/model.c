@@ -186,10 +186,15 @@ static int load_tensors(qlm_model *m, qlm_err *err)
 
 int qlm_model_load(qlm_model **out, const char *path, qlm_err *err)
 {
+    return qlm_model_load_mode(out, path, GGUF_LOAD_MMAP, err);
+}
+
+int qlm_model_load_mode(qlm_model **out, const char *path, gguf_load_mode mode, qlm_err *err)
+{
     *out = NULL;
     qlm_model *m = calloc(1, sizeof *m);
     if (!m) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
-    int rc = gguf_open(&m->gguf, path, err);
+    int rc = gguf_open_mode(&m->gguf, path, mode, err);
     if (rc) goto fail;
     gguf_str arch;
     if (!gguf_get_str(m->gguf, "general.architecture", &arch)) {

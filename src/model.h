@@ -53,6 +53,8 @@ typedef struct qlm_model {
 /* Opens, validates (every tensor present with the right shape and a
  * supported type) and maps the model.  QLM_ELOAD with the reason. */
 int qlm_model_load(qlm_model **out, const char *path, qlm_err *err);
+/* The same with the load mode of --mmap / --no-mmap / --mlock. */
+int qlm_model_load_mode(qlm_model **out, const char *path, gguf_load_mode mode, qlm_err *err);
 void qlm_model_free(qlm_model *m);
 
 typedef struct qlm_batch {
