@@ -4,6 +4,7 @@
 #   make test   unit and integration tests; ends with "N passed, N failed"
 #   make conformance   slow checks against llama.cpp fixtures on real models
 #   make test-asan     the test suite built with AddressSanitizer + UBSan
+#   make test-tsan     the test suite built with ThreadSanitizer (clang, libomp)
 #   make fuzz-smoke    each libFuzzer target for FUZZ_SECONDS (clang)
 
 CC      ?= gcc
@@ -23,7 +24,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 DEFAULT_MODEL = models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-.PHONY: all setup run model test test-asan conformance fuzz-build fuzz-smoke check-layers clean
+.PHONY: all setup run model test test-asan test-tsan conformance fuzz-build fuzz-smoke check-layers clean
 all: qlm
 
 # Only quant's ISA files get -m flags; each is compiled for its own ISA and
@@ -99,6 +100,22 @@ test-asan:
 	@ASAN_OPTIONS=detect_leaks=1 QLM=build-asan/qlm-asan sh tests/run.sh build-asan
 
 $(BUILD)/qlm-asan: $(BUILD)/tools/qlm.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The suite again under ThreadSanitizer, for the OpenMP paths (matmul,
+# attention, activation quantization).  Built with clang, whose OpenMP
+# runtime (libomp) reports its own synchronisation to TSan through the
+# archer tool, so only real races in qlm are reported.
+TSAN_FLAGS = -fsanitize=thread -fno-omit-frame-pointer
+ARCHER ?= $(firstword $(wildcard /usr/lib/llvm-*/lib/libarcher.so))
+test-tsan:
+	@test -n "$(ARCHER)" || { echo "test-tsan needs libomp-dev (libarcher.so)"; exit 1; }
+	$(MAKE) BUILD=build-tsan CC=clang OPT=-O1 SAN="$(TSAN_FLAGS)" build-tsan/qlm-tsan \
+	    $(TEST_SRC:tests/%.c=build-tsan/tests/%)
+	@OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1" \
+	    QLM=build-tsan/qlm-tsan sh tests/run.sh build-tsan
+
+$(BUILD)/qlm-tsan: $(BUILD)/tools/qlm.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c) over a clang-built library; the
