@@ -261,6 +261,7 @@ static int apply_chat(const run_opts *o, const qlm_model *m, char **text, size_t
 
 typedef struct out_state {
     bool json, broken_pipe, stopped;
+    int write_errno; /* a failed write other than a closed pipe (disk full) */
     qlm_stopper stop;
     char *text;
     size_t len, cap;
@@ -280,8 +281,10 @@ static int emit(out_state *o, const char *piece, size_t n)
         memcpy(o->text + o->len, piece, n);
         o->len += n;
     } else if (n && (fwrite(piece, 1, n, stdout) != n || fflush(stdout))) {
-        /* The reader went away (`| head`): stop quietly, not an error. */
-        o->broken_pipe = true;
+        /* The reader went away (`| head`): stop quietly, not an error.
+         * Anything else (a full disk) is an error: output was lost. */
+        if (errno == EPIPE) o->broken_pipe = true;
+        else o->write_errno = errno ? errno : EIO;
         return 1;
     }
     return 0;
@@ -337,8 +340,10 @@ int qlm_cmd_run(int argc, char **argv)
 
     if (o.chat && (rc = apply_chat(&o, m, &text, &text_len, &err))) goto fail;
     if (o.dump_prompt) {
-        fwrite(text, 1, text_len, stdout);
-        fflush(stdout);
+        if ((fwrite(text, 1, text_len, stdout) != text_len || fflush(stdout)) && errno != EPIPE) {
+            rc = qlm_fail(&err, QLM_ERUNTIME, "writing the output: %s", strerror(errno));
+            goto fail;
+        }
         goto done;
     }
     /* Prompts may carry the model's control tokens (chat markup), as in
@@ -367,6 +372,10 @@ int qlm_cmd_run(int argc, char **argv)
         qlm_stopper_flush(&out.stop, &rest, &rest_n);
         emit(&out, rest, rest_n);
     }
+    if (out.write_errno) {
+        rc = qlm_fail(&err, QLM_ERUNTIME, "writing the output: %s", strerror(out.write_errno));
+        goto fail;
+    }
     if (out.broken_pipe) goto done;
     const char *stop_name = out.stopped ? "stop" : qlm_stop_name(st.stop);
     if (o.json) {
@@ -378,7 +387,11 @@ int qlm_cmd_run(int argc, char **argv)
                stop_name, st.n_prompt, st.n_gen, load_ms, st.prompt_ms, st.gen_ms,
                st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0,
                st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0);
-        fflush(stdout);
+        if (fflush(stdout) || ferror(stdout)) {
+            if (errno == EPIPE) goto done;
+            rc = qlm_fail(&err, QLM_ERUNTIME, "writing the output: %s", strerror(errno));
+            goto fail;
+        }
     }
     if (logs) {
         fprintf(stderr, "\nqlm: time to first token %.0f ms; prompt %d tokens in %.0f ms (%.1f t/s), generated %d tokens in %.0f ms "

@@ -669,6 +669,59 @@ static gguf_writer *tiny_spm(int32_t n_types, const char *model)
     return w;
 }
 
+/* Token texts are bytes from the file: invalid UTF-8 in them (lone
+ * continuation bytes, truncated sequences, 0xff) must load, tokenize and
+ * print back as the same bytes, never crash, for both tokenizer kinds. */
+static void test_invalid_utf8_vocab(void)
+{
+    static const char *const toks[] = {"<unk>", "<s>", "</s>", "\xff", "a\xc3", "\xe2\x96",
+                                       "\x80\x80", "b", "\xc3\xa9", "<0xFF>"};
+    static const float scores[] = {0, 0, 0, -1, -2, -3, -4, -5, -6, 0};
+    static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 1, 6};
+    static const char *const inputs[] = {"\xff", "a\xc3\xff b", "\x80\x80\xe2\x96", "\xc3\xa9\xc3", ""};
+    static const char *const kinds[] = {"llama", "gpt2"};
+    for (int k = 0; k < 2; k++) {
+        TEST_BEGIN(k ? "vocab with invalid UTF-8 token texts (BPE)" : "vocab with invalid UTF-8 token texts (SPM)");
+        gguf_writer *w = gguf_writer_new();
+        gguf_w_str(w, "tokenizer.ggml.model", kinds[k]);
+        gguf_w_arr_str(w, "tokenizer.ggml.tokens", toks, 10);
+        gguf_w_arr(w, "tokenizer.ggml.scores", GGUF_FLOAT32, scores, 10);
+        gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_INT32, types, 10);
+        if (k) {
+            static const char *const merges[] = {"a \xc3", "\x80 \x80"};
+            gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, 2);
+        }
+        qlm_vocab *v;
+        qlm_err err = {0};
+        int rc = load_mem(w, &v, &err);
+        CHECK(rc == 0, "load: %s", err.msg);
+        for (size_t i = 0; v && i < sizeof inputs / sizeof inputs[0]; i++) {
+            int32_t *ids;
+            size_t n;
+            rc = qlm_tokenize(v, inputs[i], strlen(inputs[i]), true, true, &ids, &n, &err);
+            CHECK(rc == 0, "tokenize input %zu: %s", i, err.msg);
+            if (rc) continue;
+            for (size_t j = 0; j < n; j++) {
+                CHECK(ids[j] >= 0 && ids[j] < 10, "input %zu: id %d out of range", i, ids[j]);
+                char piece[64];
+                const int pn = qlm_token_to_piece(v, ids[j], piece, sizeof piece, false);
+                CHECK(pn >= 0 && pn < (int)sizeof piece, "piece of %d: %d", ids[j], pn);
+            }
+            free(ids);
+        }
+        if (v && !k) {
+            /* SPM token texts are the bytes themselves */
+            char piece[8];
+            CHECK(qlm_token_to_piece(v, 3, piece, sizeof piece, false) == 1 && (uint8_t)piece[0] == 0xff,
+                  "piece of '\\xff'");
+            CHECK(qlm_token_to_piece(v, 4, piece, sizeof piece, false) == 2 && !memcmp(piece, "a\xc3", 2),
+                  "piece of 'a\\xc3'");
+        }
+        if (v) qlm_vocab_free(v);
+        TEST_END();
+    }
+}
+
 static void test_loader_errors(void)
 {
     qlm_vocab *v;
@@ -907,6 +960,7 @@ int main(void)
     test_byte_map();
     test_pre_tokenizers();
     test_loader_errors();
+    test_invalid_utf8_vocab();
     test_vocab_dir();
     test_special_tsv();
     test_greedy_prompts();

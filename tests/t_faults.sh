@@ -1,0 +1,53 @@
+#!/bin/sh
+# Faults and limits a script meets: junk and invalid UTF-8 on stdin, a
+# reader that goes away, a full disk, a context too large for memory.  Each
+# ends in a documented exit code with at most one error line, never a
+# signal, never silently lost output.
+BUILD=${1:-build}
+QLM=${QLM:-./qlm}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+"$BUILD/tests/test_model" --write-tiny "$tmp/tiny.gguf" || { echo "FAIL faults_setup: cannot write tiny model"; exit 1; }
+M="$tmp/tiny.gguf"
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+one_error_line() { [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q '^qlm: error: ' "$tmp/err"; }
+
+# Binary junk on stdin is a prompt like any other (bytes the tokenizer
+# maps to byte tokens); with room in the context it generates.
+head -c 1500 /dev/urandom >"$tmp/junk"
+$QLM run -m "$M" -c 4096 -n 4 --temp 0 <"$tmp/junk" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ ! -s "$tmp/err" ]; then pass faults_binary_stdin
+else fail faults_binary_stdin "rc=$rc $(head -c 200 "$tmp/err")"; fi
+# ... and with too little room it is the documented "prompt too long" error.
+$QLM run -m "$M" -c 64 -n 4 <"$tmp/junk" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 2 ] && one_error_line && grep -q 'raise -c' "$tmp/err"; then pass faults_binary_stdin_too_long
+else fail faults_binary_stdin_too_long "rc=$rc $(head -c 200 "$tmp/err")"; fi
+
+printf 'ab\377\376\303(\355\240\200 end' | $QLM run -m "$M" -n 4 --temp 0 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ ! -s "$tmp/err" ]; then pass faults_invalid_utf8_prompt
+else fail faults_invalid_utf8_prompt "rc=$rc $(head -c 200 "$tmp/err")"; fi
+
+# A reader that closes early: qlm stops quietly with status 0.
+{ $QLM run -m "$M" -p hello -n 200 -c 256 --temp 0 2>"$tmp/err"; echo $? >"$tmp/rc"; } | head -c 10 >/dev/null
+rc=$(cat "$tmp/rc")
+if [ "$rc" = 0 ] && [ ! -s "$tmp/err" ]; then pass faults_pipe_closed_early
+else fail faults_pipe_closed_early "rc=$rc $(head -c 200 "$tmp/err")"; fi
+
+# A full disk loses output: that is an error, not a quiet success.
+if [ -w /dev/full ]; then
+    for fmt in "" --json; do
+        $QLM run -m "$M" -p hello -n 40 --temp 0 $fmt >/dev/full 2>"$tmp/err"; rc=$?
+        if [ $rc = 3 ] && one_error_line && grep -q 'No space left' "$tmp/err"; then pass "faults_disk_full$fmt"
+        else fail "faults_disk_full$fmt" "rc=$rc $(head -c 200 "$tmp/err")"; fi
+    done
+fi
+
+# A context that does not fit in memory names the flag to lower.  Address
+# space limits break the sanitizers' shadow memory, so plain build only.
+case "$QLM" in
+*-asan|*-tsan) ;;
+*)
+    prlimit --as=600000000 $QLM run -m "$M" -p hi -n 2 -c 8000000 >"$tmp/out" 2>"$tmp/err"; rc=$?
+    if [ $rc = 3 ] && one_error_line && grep -q 'lower -c' "$tmp/err"; then pass faults_kv_out_of_memory
+    else fail faults_kv_out_of_memory "rc=$rc $(head -c 200 "$tmp/err")"; fi ;;
+esac
