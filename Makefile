@@ -24,7 +24,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 DEFAULT_MODEL = models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-.PHONY: all setup run model test test-asan test-tsan conformance fuzz-build fuzz-smoke check-layers clean
+.PHONY: all setup run model test test-asan test-tsan conformance fuzz-build fuzz-smoke fuzz-afl check-layers clean
 all: qlm
 
 # Only quant's ISA files get -m flags; each is compiled for its own ISA and
@@ -117,6 +117,16 @@ test-tsan:
 
 $(BUILD)/qlm-tsan: $(BUILD)/tools/qlm.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The same fuzz targets built for AFL++ (Debian's afl++): afl-clang-fast
+# links their libFuzzer-style entry point to its own driver.  Run one with
+#   afl-fuzz -i tests/fuzz/corpus/gguf -o build-afl/out-gguf -- build-afl/fuzz_gguf
+fuzz-afl:
+	$(MAKE) BUILD=build-afl CC=afl-clang-fast OPT=-O1 SAN="$(FUZZ_SAN)" build-afl/libqlm.a
+	for t in $(FUZZ_TARGETS); do \
+	  afl-clang-fast -std=c11 -O1 -g -D_GNU_SOURCE -I. -fopenmp -fsanitize=fuzzer $(FUZZ_SAN) \
+	    tests/fuzz/fuzz_$$t.c build-afl/libqlm.a -lhwloc -lxxhash -lm -o build-afl/fuzz_$$t || exit 1; \
+	done
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c) over a clang-built library; the
 # smoke run starts from the committed seeds and keeps its corpus in
