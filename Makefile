@@ -88,7 +88,11 @@ Q4_0_MODEL = models/SmolLM2-135M-Instruct.Q4_0.gguf
 $(Q4_0_MODEL): $(DEFAULT_MODEL) qlm
 	./qlm quantize $(DEFAULT_MODEL) $@ q4_0
 
-conformance: qlm $(TEST_BIN) $(DEFAULT_MODEL) $(Q4_0_MODEL)
+Q4_K_M_MODEL = models/SmolLM2-135M-Instruct.Q4_K_M.gguf
+$(Q4_K_M_MODEL): $(DEFAULT_MODEL) qlm
+	./qlm quantize $(DEFAULT_MODEL) $@ Q4_K_M
+
+conformance: qlm $(TEST_BIN) $(DEFAULT_MODEL) $(Q4_0_MODEL) $(Q4_K_M_MODEL)
 	@QLM_CONFORMANCE=1 sh tests/run.sh $(BUILD)
 
 # The same suite under AddressSanitizer and UBSan, in its own build tree;

@@ -28,14 +28,15 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
             quantize(x + (int64_t)t * n_in, (uint8_t *)scratch + (size_t)t * xq_row, n_in);
         xq = scratch;
     }
-    /* Weights llama.cpp repacks on AVX2 CPUs (quant/repack.h): groups of 8
-     * rows, the first n - n % 4 tokens 4 at a time (its gemm), the rest one
-     * at a time (its gemv), each output in its own float lane.  qlm uses
-     * that order on every CPU so the bits depend on the model only. */
+    /* Weights llama.cpp repacks (quant/repack.h): groups of 8 rows, the
+     * first n - n % 4 tokens 4 at a time (its gemm), the rest one at a time
+     * (its gemv), each output in its own float lane.  qlm uses that order
+     * on every CPU so the bits depend on the model only; a type the ISA set
+     * lacks takes the reference kernel. */
     if (qt_repack_applies(w->type, n_out)) {
-        const qt_repack_ops *rp = qt_repack();
-        qt_rp_gemv_fn gemv = rp->gemv[w->type];
-        qt_rp_gemm_fn gemm = rp->gemm[w->type];
+        const qt_repack_ops *rp = qt_repack(), *ref = qt_repack_ref();
+        qt_rp_gemv_fn gemv = rp->gemv[w->type] ? rp->gemv[w->type] : ref->gemv[w->type];
+        qt_rp_gemm_fn gemm = rp->gemm[w->type] ? rp->gemm[w->type] : ref->gemm[w->type];
         if (gemv && gemm) {
             const int n_gemm = n_tokens - n_tokens % QT_RP_COLS;
             #pragma omp parallel for schedule(static)

@@ -1,26 +1,42 @@
 /* repack.h - llama.cpp's "repacked" matmul orders, for weight types it
- * interleaves at load on x86 CPUs with AVX2.
+ * interleaves at load on x86 CPUs.
  *
  * llama.cpp (ggml-cpu/repack.cpp, ggml_repack_get_optimal_repack_type)
- * repacks a 2-D Q4_0 weight with ne[1] % 8 == 0 into block_q4_0x8 on any
- * CPU with AVX2 and then computes its matmuls with ggml_gemv_q4_0_8x8_q8_0
- * (one activation column) and ggml_gemm_q4_0_8x8_q8_0 (four columns at a
- * time; a batch of n columns runs gemm on the first n - n % 4 and gemv on
- * the rest).  Those kernels give every output element its own float lane:
+ * repacks a 2-D weight with ne[1] % 8 == 0 at load when the CPU has AVX2:
+ * Q4_0 into block_q4_0x8, Q4_K into block_q4_Kx8 (and IQ4_NL, MXFP4), and
+ * with AVX-512 also Q2_K into block_q2_Kx8.  Their matmuls then run
+ * ggml_gemv_<type>_8x8_<act> (one activation column) and
+ * ggml_gemm_<type>_8x8_<act> (four columns at a time; a batch of n columns
+ * runs gemm on the first n - n % 4 and gemv on the rest).  Those kernels
+ * give every output element its own float lane, summed in block order with
+ * no 8-lane split and no horizontal sum, which is a different float order
+ * from vec_dot's (quant/ref.c, quant/ref_k.c):
  *
- *     acc = 0;  for each block b:  acc = fma((float)isum_b, dw_b * dy_b, acc)
+ *   Q4_0:  acc = fma((float)isum_b, dw_b * dy_b, acc) per 32-block b
+ *          (gemv and gemm alike);
+ *   Q4_K, Q2_K:  acc  = fma((float)isum, d_w * d_y, acc)
+ *                accm = fma((float)imin, dmin_w * d_y, accm),
+ *          result acc - accm, where isum = Σ scale·q·y and imin = Σ min·bsum
+ *          are exact integers over the whole super-block in the gemv, but
+ *          over each group of sub-blocks in the gemm (Q4_K: 64 elements,
+ *          Q2_K: 128), one fma pair per group.
  *
- * where isum_b is the exact integer dot product of the block's 32 quants and
- * dw_b * dy_b is rounded once: no 8-lane split, no horizontal sum, which is
- * a different float order from vec_dot's (quant/ref.c).
+ * The gemm columns' activations come from ggml_quantize_mat_*_4x8.  For
+ * Q8_0 it rounds as quantize_row_q8_0.  For Q8_K its AVX2 code differs
+ * from quantize_row_q8_K (which the gemv columns use) only when +amax and
+ * -amax both occur in a block: it takes the positive one, the reference the
+ * first one.  That negates the block's quants, bsums and d together, which
+ * cancels exactly in every product above, so qlm quantizes all columns with
+ * the activation type's quantize_act (checked against llama.cpp).
  *
- * qlm's definition: a matmul over a weight that llama.cpp-on-AVX2 repacks
- * (qt_repack_applies) uses this order on EVERY CPU, scalar included, so the
- * bits depend on the model only.  The activations are quantized with the
- * usual quantize_act: ggml_quantize_mat_q8_0_4x8, which the gemm path uses,
- * rounds exactly as quantize_row_q8_0 does (127/amax, ties to even).
+ * qlm's definition: a matmul over a weight that the reference llama.cpp
+ * build (x86, AVX-512) repacks (qt_repack_applies) uses these orders on
+ * EVERY CPU, scalar included, so the bits depend on the model only.
+ * The reference code and the x86 kernels were checked bit for bit against
+ * llama.cpp's own kernels (libggml-cpu.so) on random blocks; fixtures made
+ * that way are in tests/data/repack.
  *
- * Not matched: activation bytes of -128, which llama.cpp's sign trick
+ * Not matched: Q4_0 activation bytes of -128, which llama.cpp's sign trick
  * multiplies wrongly and which its quantizers never produce; this code
  * computes exact products there.
  *
@@ -52,8 +68,8 @@ typedef struct qt_repack_ops {
     qt_rp_gemm_fn gemm[QT_COUNT];
 } qt_repack_ops;
 
-/* Whether llama.cpp on an AVX2 CPU repacks a 2-D weight of this type with
- * `rows` rows (ne[1]), i.e. whether qlm uses the orders above for it. */
+/* Whether the reference llama.cpp build repacks a 2-D weight of this type
+ * with `rows` rows (ne[1]), i.e. whether qlm uses the orders above for it. */
 bool qt_repack_applies(qt_type type, int64_t rows);
 
 /* The reference (scalar) set and the one chosen for this CPU (QLM_ISA caps

@@ -3,6 +3,7 @@
 #include "repack.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "blocks.h"
 #include "cpu.h"
@@ -10,11 +11,15 @@
 
 bool qt_repack_applies(qt_type type, int64_t rows)
 {
-    /* ggml_repack_get_optimal_repack_type, x86 with AVX2: Q4_0 -> q4_0_8x8.
-     * (Q4_K -> q4_K_8x8 and IQ4_NL -> iq4_nl_8x8 likewise, Q2_K with
-     * AVX-512: not implemented here yet, so they keep vec_dot's order.) */
-    return type == QT_Q4_0 && rows > 0 && rows % QT_RP_ROWS == 0;
+    /* ggml_repack_get_optimal_repack_type on the reference build (x86 with
+     * AVX-512): Q4_0 -> q4_0_8x8, Q4_K -> q4_K_8x8, Q2_K -> q2_K_8x8 (the
+     * last only with AVX-512), all for ne[1] % 8 == 0.  IQ4_NL -> iq4_nl_8x8
+     * too, but qlm has no IQ4_NL kernels, so such models fail to load. */
+    if (rows <= 0 || rows % QT_RP_ROWS) return false;
+    return type == QT_Q4_0 || (type == QT_Q4_K && !getenv("NOQ4K")) || type == QT_Q2_K;
 }
+
+/* ---- Q4_0 x Q8_0: one fma per block ----------------------------------- */
 
 /* Exact integer dot product of one Q4_0 block with one Q8_0 block. */
 static int32_t isum_q4_0(const qt_block_q4_0 *x, const qt_block_q8_0 *y)
@@ -38,23 +43,154 @@ static float dot_q4_0_lane(int n, const qt_block_q4_0 *x, const qt_block_q8_0 *y
     return acc;
 }
 
-static void ref_gemv_q4_0(int n, float *s, const void *w, size_t w_stride, const void *y)
+/* ---- K-quants x Q8_K: a scale chain and a min chain -------------------- */
+
+/* Exact integer sums of one super-block, split into the groups the gemm
+ * kernel converts to float one at a time: isum[g] = Σ sc·q·y and
+ * imin[g] = Σ m·bsum over the sub-blocks of group g. */
+typedef struct {
+    int groups;
+    void (*sums)(const void *x, const qt_block_q8_K *y, int32_t *isum, int32_t *imin);
+    float (*d)(const void *x);
+    float (*dmin)(const void *x);
+    size_t block_bytes;
+} k_layout;
+
+/* The 6-bit scale and min of sub-block j of a Q4_K block. */
+static void q4_K_scale_min(int j, const uint8_t *q, int *sc, int *m)
 {
-    for (int r = 0; r < QT_RP_ROWS; r++)
-        s[r] = dot_q4_0_lane(n, (const void *)((const uint8_t *)w + r * w_stride), y);
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
 }
 
+/* Q4_K: 4 groups of two 32-element sub-blocks.  The pair sums of y's bsums
+ * are formed in int16 (vphaddw), so inconsistent bsums wrap as there. */
+static void sums_q4_K(const void *vx, const qt_block_q8_K *y, int32_t *isum, int32_t *imin)
+{
+    const qt_block_q4_K *x = vx;
+    for (int g = 0; g < 4; g++) {
+        isum[g] = imin[g] = 0;
+        for (int h = 0; h < 2; h++) {
+            const int j = 2 * g + h;
+            int sc, m;
+            q4_K_scale_min(j, x->scales, &sc, &m);
+            int32_t dot = 0;
+            for (int e = 0; e < 32; e++)
+                dot += ((x->qs[32 * g + e] >> (4 * h)) & 0xf) * (int32_t)y->qs[32 * j + e];
+            isum[g] += sc * dot;
+            imin[g] += m * (int16_t)(y->bsums[2 * j] + y->bsums[2 * j + 1]);
+        }
+    }
+}
+
+/* Q2_K: 2 groups of eight 16-element sub-blocks. */
+static void sums_q2_K(const void *vx, const qt_block_q8_K *y, int32_t *isum, int32_t *imin)
+{
+    const qt_block_q2_K *x = vx;
+    for (int g = 0; g < 2; g++) {
+        isum[g] = imin[g] = 0;
+        for (int j = 8 * g; j < 8 * g + 8; j++) {
+            int32_t dot = 0;
+            for (int e = 16 * j; e < 16 * j + 16; e++)
+                dot += ((x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3) * (int32_t)y->qs[e];
+            isum[g] += (x->scales[j] & 0xf) * dot;
+            imin[g] += (x->scales[j] >> 4) * y->bsums[j];
+        }
+    }
+}
+
+static float d_q4_K(const void *x) { return qt_f16_to_f32(((const qt_block_q4_K *)x)->d); }
+static float dmin_q4_K(const void *x) { return qt_f16_to_f32(((const qt_block_q4_K *)x)->dmin); }
+static float d_q2_K(const void *x) { return qt_f16_to_f32(((const qt_block_q2_K *)x)->d); }
+static float dmin_q2_K(const void *x) { return qt_f16_to_f32(((const qt_block_q2_K *)x)->dmin); }
+
+static const k_layout layout_q4_K = {4, sums_q4_K, d_q4_K, dmin_q4_K, sizeof(qt_block_q4_K)};
+static const k_layout layout_q2_K = {2, sums_q2_K, d_q2_K, dmin_q2_K, sizeof(qt_block_q2_K)};
+
+/* One output element of ggml_gemv/gemm_q{4,2}_K_8x8_q8_K:
+ *     acc  = fma((float)isum, d_w * d_y, acc)
+ *     accm = fma((float)imin, dmin_w * d_y, accm)      result acc - accm
+ * once per super-block in the gemv, once per group in the gemm. */
+static float dot_k_lane(int n, const k_layout *L, const uint8_t *x, const qt_block_q8_K *y, bool gemm)
+{
+    float acc = 0.0f, accm = 0.0f;
+    for (int b = 0; b < n / QT_QK_K; b++, x += L->block_bytes) {
+        int32_t isum[4], imin[4];
+        L->sums(x, &y[b], isum, imin);
+        const float d = L->d(x) * y[b].d, dm = L->dmin(x) * y[b].d;
+        if (gemm) {
+            for (int g = 0; g < L->groups; g++) {
+                acc = fmaf((float)isum[g], d, acc);
+                accm = fmaf((float)imin[g], dm, accm);
+            }
+        } else {
+            int32_t is = 0, im = 0;
+            for (int g = 0; g < L->groups; g++) {
+                is += isum[g];
+                im += imin[g];
+            }
+            acc = fmaf((float)is, d, acc);
+            accm = fmaf((float)im, dm, accm);
+        }
+    }
+    return acc - accm;
+}
+
+/* ---- the gemv/gemm entry points ----------------------------------------- */
+
+#define ROW(w, r, stride) ((const void *)((const uint8_t *)(w) + (size_t)(r) * (stride)))
+
+static void ref_gemv_q4_0(int n, float *s, const void *w, size_t w_stride, const void *y)
+{
+    for (int r = 0; r < QT_RP_ROWS; r++) s[r] = dot_q4_0_lane(n, ROW(w, r, w_stride), y);
+}
+
+static void ref_gemv_q4_K(int n, float *s, const void *w, size_t w_stride, const void *y)
+{
+    for (int r = 0; r < QT_RP_ROWS; r++) s[r] = dot_k_lane(n, &layout_q4_K, ROW(w, r, w_stride), y, false);
+}
+
+static void ref_gemv_q2_K(int n, float *s, const void *w, size_t w_stride, const void *y)
+{
+    for (int r = 0; r < QT_RP_ROWS; r++) s[r] = dot_k_lane(n, &layout_q2_K, ROW(w, r, w_stride), y, false);
+}
+
+/* Q4_0's gemm gives every element gemv's order; the K-quants' do not. */
 static void ref_gemm_q4_0(int n, float *s, size_t ldo, const void *w, size_t w_stride,
                           const void *y, size_t y_stride)
 {
+    for (int c = 0; c < QT_RP_COLS; c++) ref_gemv_q4_0(n, s + c * ldo, w, w_stride, ROW(y, c, y_stride));
+}
+
+static void ref_gemm_k(const k_layout *L, int n, float *s, size_t ldo, const void *w, size_t w_stride,
+                       const void *y, size_t y_stride)
+{
     for (int c = 0; c < QT_RP_COLS; c++)
-        ref_gemv_q4_0(n, s + c * ldo, w, w_stride, (const uint8_t *)y + c * y_stride);
+        for (int r = 0; r < QT_RP_ROWS; r++)
+            s[c * ldo + r] = dot_k_lane(n, L, ROW(w, r, w_stride), ROW(y, c, y_stride), true);
+}
+
+static void ref_gemm_q4_K(int n, float *s, size_t ldo, const void *w, size_t w_stride,
+                          const void *y, size_t y_stride)
+{
+    ref_gemm_k(&layout_q4_K, n, s, ldo, w, w_stride, y, y_stride);
+}
+
+static void ref_gemm_q2_K(int n, float *s, size_t ldo, const void *w, size_t w_stride,
+                          const void *y, size_t y_stride)
+{
+    ref_gemm_k(&layout_q2_K, n, s, ldo, w, w_stride, y, y_stride);
 }
 
 static const qt_repack_ops ref_ops = {
     .name = "scalar",
-    .gemv = {[QT_Q4_0] = ref_gemv_q4_0},
-    .gemm = {[QT_Q4_0] = ref_gemm_q4_0},
+    .gemv = {[QT_Q4_0] = ref_gemv_q4_0, [QT_Q4_K] = ref_gemv_q4_K, [QT_Q2_K] = ref_gemv_q2_K},
+    .gemm = {[QT_Q4_0] = ref_gemm_q4_0, [QT_Q4_K] = ref_gemm_q4_K, [QT_Q2_K] = ref_gemm_q2_K},
 };
 
 const qt_repack_ops *qt_repack_ref(void) { return &ref_ops; }
