@@ -34,4 +34,20 @@ else fail bench_csv_lists "rc=$rc $(cat "$tmp/out" | head -3)"; fi
 
 $QLM bench -m "$M" -p x >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ]; then pass bench_bad_list; else fail bench_bad_list "rc=$rc"; fi
+# Kernel microbenchmark: a row per requested type with a figure for every
+# ISA level of the header (speeds themselves are not tested).
+$QLM bench --kernels -r 1 --mib 8 --types q4_0,q6_k >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && grep -q '^memory read bandwidth: [0-9.]* GB/s' "$tmp/out" && python3 -c '
+import sys
+rows = [l.split("|")[1:-1] for l in open(sys.argv[1]) if l.startswith("|")]
+head, body = rows[0], rows[2:]
+assert head[1].strip() == "scalar", head
+assert [r[0].strip() for r in body] == ["q4_0", "q6_k"], body
+for r in body:
+    assert len(r) == len(head), (r, head)
+    assert all(float(c.split()[0]) > 0 for c in r[1:]), r
+' "$tmp/out" 2>"$tmp/py"; then pass bench_kernels
+else fail bench_kernels "rc=$rc $(tail -1 "$tmp/py") $(head -c 200 "$tmp/err")"; fi
+$QLM bench --kernels --types q4_0,nope >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 1 ] && grep -q "'nope'" "$tmp/err"; then pass bench_kernels_bad_type; else fail bench_kernels_bad_type "rc=$rc"; fi
 exit 0

@@ -37,7 +37,9 @@ static void bench_usage(FILE *f)
         "  -t, --threads LIST   thread counts (default: physical cores)\n"
         "  -r, --repetitions N  runs per test after one warm-up (default 5)\n"
         "  -b, --batch-size N   tokens per forward pass in pp (default 512)\n"
-        "  -o, --output FMT     table (default), csv or json\n");
+        "  -o, --output FMT     table (default), csv or json\n"
+        "      --kernels        instead: each type's dot-product kernels per ISA level in\n"
+        "                       GB/s, next to memory bandwidth (qlm bench --kernels --help)\n");
 }
 
 /* Parses "a,b,c" into out; 0 on error (message printed). */
@@ -125,6 +127,8 @@ static size_t model_bytes(const qlm_model *m)
 
 int qlm_cmd_bench(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--kernels")) return qlm_bench_kernels(argc, argv);
     bench_opts o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;

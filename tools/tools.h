@@ -5,6 +5,7 @@
 int qlm_cmd_inspect(int argc, char **argv);
 int qlm_cmd_tokenize(int argc, char **argv);
 int qlm_cmd_bench(int argc, char **argv);
+int qlm_bench_kernels(int argc, char **argv);
 int qlm_cmd_perplexity(int argc, char **argv);
 int qlm_cmd_quantize(int argc, char **argv);
 

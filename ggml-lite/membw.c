@@ -1,0 +1,55 @@
+#include "ggml-lite/membw.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <omp.h>
+
+typedef uint64_t u64x2 __attribute__((vector_size(16)));
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double gl_read_bandwidth(size_t bytes, int reps)
+{
+    const size_t n = bytes / sizeof(uint64_t);
+    uint64_t *buf = NULL;
+    if (n == 0 || posix_memalign((void **)&buf, 64, n * sizeof *buf)) return 0;
+    /* First touch from the threads that will read, so pages sit on their
+     * NUMA node, as the model's weights do after the first token. */
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) buf[i] = i;
+    double best = 0;
+    volatile uint64_t sink = 0;
+    for (int r = 0; r < (reps > 0 ? reps : 1); r++) {
+        uint64_t total = 0;
+        const double t0 = now_s();
+        /* 16-byte vectors, eight independent sums: 128 bytes per step, so
+         * the adds never limit the loads even on baseline x86-64. */
+        #pragma omp parallel reduction(+ : total)
+        {
+            const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+            const size_t n_blk = n / 16, lo = n_blk * id / nt, hi = n_blk * (id + 1) / nt;
+            u64x2 acc[8] = {{0}};
+            for (size_t b = lo; b < hi; b++) {
+                const u64x2 *p = (const u64x2 *)(buf + b * 16);
+                for (int k = 0; k < 8; k++) acc[k] += p[k];
+            }
+            for (int k = 1; k < 8; k++) acc[0] += acc[k];
+            total += acc[0][0] + acc[0][1];
+        }
+        const double dt = now_s() - t0;
+        sink += total;
+        const double gbs = (double)(n / 16 * 16) * sizeof *buf / dt / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    (void)sink;
+    free(buf);
+    return best;
+}
