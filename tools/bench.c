@@ -128,7 +128,7 @@ static size_t model_bytes(const qlm_model *m)
 int qlm_cmd_bench(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--kernels")) return qlm_bench_kernels(argc, argv);
+        if (!strcmp(argv[i], "--kernels") || !strcmp(argv[i], "--bandwidth")) return qlm_bench_kernels(argc, argv);
     bench_opts o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;

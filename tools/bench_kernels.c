@@ -30,7 +30,7 @@ static double now_s(void)
 static void kernels_usage(FILE *f)
 {
     fprintf(f,
-        "usage: qlm bench --kernels [-t N] [-r N] [--types LIST]\n"
+        "usage: qlm bench --kernels [-t N] [-r N] [--types LIST] [--mib N] [--bandwidth]\n"
         "\n"
         "Times a %d x %d matrix-vector product per weight type and ISA level,\n"
         "in GB/s of weights read, next to this machine's memory read bandwidth.\n"
@@ -39,7 +39,8 @@ static void kernels_usage(FILE *f)
         "  -r, --reps N      best of N passes over the matrices (default 3)\n"
         "      --types LIST  comma-separated type names (default: every type with a kernel)\n"
         "      --mib N       MiB of weights cycled through per type (default 512: well past\n"
-        "                    any cache, so the numbers are memory speed)\n",
+        "                    any cache, so the numbers are memory speed)\n"
+        "      --bandwidth   only measure and print the memory read bandwidth\n",
         KB_N, KB_N);
 }
 
@@ -81,11 +82,13 @@ int qlm_bench_kernels(int argc, char **argv)
 {
     int threads = 0, reps = 3;
     size_t stream = (size_t)512 << 20;
+    bool bw_only = false;
     const char *types = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long v;
         if (!strcmp(a, "--kernels")) continue;
+        if (!strcmp(a, "--bandwidth")) { bw_only = true; continue; }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { kernels_usage(stdout); return 0; }
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!val) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm bench --kernels --help)", a);
@@ -127,6 +130,7 @@ int qlm_bench_kernels(int argc, char **argv)
     const double bw = gl_read_bandwidth(stream, reps + 2);
     printf("memory read bandwidth: %.1f GB/s (%d threads, %zu MiB buffer)\n", bw, n_threads,
            stream >> 20);
+    if (bw_only) return bw > 0 ? 0 : qlm_cli_error(QLM_ERUNTIME, "out of memory for the bandwidth buffer");
     printf("%d x %d matrix-vector product, GB/s of weights read (%% of bandwidth)\n\n", KB_N, KB_N);
     printf("| %-6s |", "type");
     for (int isa = 0; isa < QT_ISA_COUNT; isa++)

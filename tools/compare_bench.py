@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""qlm against llama.cpp, side by side on one machine, as a ratio.
+
+Runs llama.cpp's llama-bench and `qlm bench` on the same GGUF with the same
+thread count, alternating which goes first, for several rounds, and prints
+per test (ppN, tgN) the mean tokens/s of each and the qlm/llama.cpp ratio
+with its spread over the rounds.  Alternating rounds is what makes a ratio
+trustworthy on a shared machine: a slow minute hits both sides.
+
+It also measures memory read bandwidth (`qlm bench --bandwidth`) and prints
+the decode ceiling: bandwidth / bytes of weights read per generated token.
+
+llama-bench comes from tools/build_llamacpp.sh (the llama-cpp-python source
+package, built outside the repository); nothing of llama.cpp lands here.
+
+Usage:
+  tools/build_llamacpp.sh
+  python3 tools/compare_bench.py -m MODEL [-t 2] [-p 512] [-n 128] [--rounds 3] [-r 3]
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+REF_DIR = pathlib.Path(os.environ.get("QLM_REF_DIR", pathlib.Path.home() / ".cache/qlm/ref"))
+REF_NAME = os.environ.get("QLM_REF_NAME", "llama_cpp_python-0.3.36")
+LLAMA_BENCH = REF_DIR / f"build-{REF_NAME}" / "bin" / "llama-bench"
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def llama_rows(model, a):
+    rows = run_json([str(LLAMA_BENCH), "-m", model, "-t", str(a.threads), "-p", str(a.p),
+                     "-n", str(a.n), "-r", str(a.reps), "-o", "json"])
+    res = {}
+    for r in rows:
+        test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
+        res[test] = r["avg_ts"]
+    return res
+
+
+def qlm_rows(model, a):
+    rows = run_json([str(REPO / "qlm"), "bench", "-m", model, "-t", str(a.threads), "-p", str(a.p),
+                     "-n", str(a.n), "-r", str(a.reps), "-o", "json"])
+    return {r["test"]: r["avg_ts"] for r in rows}
+
+
+def weight_bytes_per_token(model):
+    """Bytes of weights a decode step reads: every tensor except the token
+    embedding, of which only one row is read, unless it is also the output."""
+    out = subprocess.run([str(REPO / "qlm"), "inspect", model], check=True, capture_output=True,
+                         text=True).stdout
+    sizes, in_table = {}, False
+    for line in out.splitlines():
+        if line.startswith("name ") and "bytes" in line:
+            in_table = True
+            continue
+        f = line.split()
+        if in_table and len(f) >= 4 and f[-2].isdigit():
+            sizes[f[0]] = int(f[-2])
+    total = sum(sizes.values())
+    if "output.weight" in sizes:
+        total -= sizes.get("token_embd.weight", 0)
+    return total
+
+
+def bandwidth(threads, mib):
+    out = subprocess.run([str(REPO / "qlm"), "bench", "--bandwidth", "-t", str(threads), "-r", "5",
+                          "--mib", str(mib)],
+                         check=True, capture_output=True, text=True).stdout
+    return float(out.split(":")[1].split()[0])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-m", "--model", required=True)
+    ap.add_argument("-t", "--threads", type=int, default=os.cpu_count())
+    ap.add_argument("-p", type=int, default=512)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("-r", "--reps", type=int, default=3, help="repetitions inside each bench run")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of both programs")
+    a = ap.parse_args()
+    if not LLAMA_BENCH.exists():
+        sys.exit(f"error: {LLAMA_BENCH} missing; run tools/build_llamacpp.sh first")
+    if not (REPO / "qlm").exists():
+        sys.exit("error: ./qlm missing; run make first")
+
+    llama, ours = {}, {}
+    for rnd in range(a.rounds):
+        order = [("llama.cpp", llama_rows, llama), ("qlm", qlm_rows, ours)]
+        if rnd % 2:
+            order.reverse()
+        for name, fn, acc in order:
+            for test, ts in fn(a.model, a).items():
+                acc.setdefault(test, []).append(ts)
+        print(f"round {rnd + 1}/{a.rounds} done", file=sys.stderr)
+
+    print(f"model {a.model}, {a.threads} threads, {a.rounds} alternating rounds x {a.reps} reps")
+    print(f"| test | llama.cpp t/s | qlm t/s | qlm / llama.cpp (min..max over rounds) |")
+    print(f"|---|---|---|---|")
+    for test in sorted(llama, key=lambda t: (t[:2], int(t[2:]))):
+        if test not in ours:
+            continue
+        ratios = [q / l for q, l in zip(ours[test], llama[test])]
+        sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
+        print(f"| {test} | {statistics.mean(llama[test]):.1f} ± {sd(llama[test]):.1f} "
+              f"| {statistics.mean(ours[test]):.1f} ± {sd(ours[test]):.1f} "
+              f"| {statistics.mean(ratios):.2f}x ({min(ratios):.2f}..{max(ratios):.2f}) |")
+
+    # Read bandwidth over a buffer the size of the weights is the ceiling
+    # that matters: a small model can sit in a large last-level cache, and
+    # then decode is bounded by cache, not DRAM, bandwidth.
+    per_tok = weight_bytes_per_token(a.model)
+    bw_dram = bandwidth(a.threads, 1024)
+    bw = bandwidth(a.threads, max(1, per_tok >> 20))
+    ceiling = bw * 1e9 / per_tok if per_tok else 0
+    print(f"\nread bandwidth {bw:.1f} GB/s over {per_tok / 1e6:.0f} MB (the weights read per token), "
+          f"{bw_dram:.1f} GB/s over 1 GiB; decode ceiling {ceiling:.0f} t/s")
+    tg = [t for t in ours if t.startswith("tg")]
+    for t in tg:
+        print(f"{t}: qlm at {100 * statistics.mean(ours[t]) / ceiling:.0f}% of the ceiling, "
+              f"llama.cpp at {100 * statistics.mean(llama[t]) / ceiling:.0f}%")
+
+
+if __name__ == "__main__":
+    main()
