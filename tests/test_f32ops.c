@@ -96,5 +96,11 @@ int main(void)
     else
         printf("SKIP avx512 f32 kernels: CPU lacks AVX-512\n");
 #endif
+#if defined(__aarch64__)
+    if (qt_cpu()->neon)
+        check_set(&qt_f32_neon);
+    else
+        printf("SKIP neon f32 kernels: CPU lacks NEON\n");
+#endif
     TEST_EXIT();
 }
