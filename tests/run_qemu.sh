@@ -3,12 +3,14 @@
 # counts PASS/FAIL case lines as tests/run.sh does, and ends with the same
 # single line "N passed, N failed".
 #   usage: tests/run_qemu.sh BUILD "CPU:SET ..." TEST...
-# Each CPU:SET pair names a qemu CPU model (QEMU_CPU, which a child the
-# test starts through binfmt would inherit too) and the kernel set the
+# Each CPU:SET pair names a qemu CPU model (QEMU_CPU, which the children
+# test_kernels starts through $QLM_TEST_WRAPPER inherit too) and the kernel set the
 # tests must find active there, so a lost hwcap cannot quietly test the
 # wrong set.  QEMU names the emulator (default qemu-aarch64).
 BUILD=$1; CPUS=$2; shift 2
 QEMU=${QEMU:-qemu-aarch64}
+# test_kernels starts itself with QLM_ISA set; through qemu, not binfmt.
+export QLM_TEST_WRAPPER="$QEMU"
 cd "$(dirname "$0")/.." || exit 1
 pass=0; fail=0
 log=$(mktemp); trap 'rm -f "$log"' EXIT

@@ -682,7 +682,11 @@ static void test_dispatch(const char *self) {
             printf("SKIP dispatch/qlm_isa_env: cannot quote the test's path\n");
             return;
         }
-        snprintf(cmd, sizeof cmd, "QLM_ISA=%s '%s' --isa-name 2>/dev/null", levels[i], self);
+        /* QLM_TEST_WRAPPER: an emulator to start the child with
+         * (tests/run_qemu.sh sets it to qemu-aarch64). */
+        const char *wrapper = getenv("QLM_TEST_WRAPPER");
+        snprintf(cmd, sizeof cmd, "QLM_ISA=%s %s '%s' --isa-name 2>/dev/null", levels[i], wrapper ? wrapper : "",
+                 self);
         FILE *p = popen(cmd, "r");
         if (p && !fgets(got[i], sizeof got[i], p))
             got[i][0] = 0;
