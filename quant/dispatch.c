@@ -102,8 +102,11 @@ static const struct {
     const char *name;
     qt_isa cap;
 } levels[] = {
-    {"scalar", QT_ISA_SCALAR},          {"avx2", QT_ISA_AVX2_VNNI}, {"avx512", QT_ISA_AVX512_VNNI},
-    {"neon", QT_ISA_NEON},              {"neon-dotprod", QT_ISA_NEON_DOTPROD},
+    {"scalar", QT_ISA_SCALAR},
+    {"avx2", QT_ISA_AVX2_VNNI},
+    {"avx512", QT_ISA_AVX512_VNNI},
+    {"neon", QT_ISA_NEON},
+    {"neon-dotprod", QT_ISA_NEON_DOTPROD},
 };
 
 /* A level caps its own architecture's sets only: "avx512" on an Arm CPU
