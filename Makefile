@@ -5,6 +5,7 @@
 #   make conformance   slow checks against llama.cpp fixtures on real models
 #   make test-asan     the test suite built with AddressSanitizer + UBSan
 #   make test-tsan     the test suite built with ThreadSanitizer (clang, libomp)
+#   make test-neon     quant/'s tests cross-built for aarch64, run under qemu
 #   make fuzz-smoke    each libFuzzer target for FUZZ_SECONDS (clang)
 
 CC      ?= gcc
@@ -24,7 +25,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 DEFAULT_MODEL = models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-.PHONY: all setup run model test test-asan test-tsan conformance fuzz-build fuzz-smoke fuzz-afl check-layers clean
+.PHONY: all setup run model test test-asan test-tsan test-neon conformance fuzz-build fuzz-smoke fuzz-afl check-layers clean
 all: qlm
 
 # Only quant's ISA files get -m flags; each is compiled for its own ISA and
@@ -40,6 +41,10 @@ $(BUILD)/quant/x86_avx512_k.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx5
 $(BUILD)/quant/x86_avx512_f32.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma
 $(BUILD)/quant/x86_avx2_repack.o: ISAFLAGS = -mavx2 -mfma -mf16c
 endif
+# Baseline aarch64 has NEON; only the sdot set needs (and gets) Armv8.2.
+ifneq ($(filter aarch64-%,$(shell $(CC) -dumpmachine)),)
+$(BUILD)/quant/arm_neon_dotprod.o: ISAFLAGS = -march=armv8.2-a+dotprod
+endif
 
 $(BUILD)/%.o: %.c | setup
 	@mkdir -p $(dir $@)
@@ -47,7 +52,7 @@ $(BUILD)/%.o: %.c | setup
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 
 qlm: $(BUILD)/tools/qlm.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -121,6 +126,21 @@ test-tsan:
 
 $(BUILD)/qlm-tsan: $(BUILD)/tools/qlm.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# quant/ and the tests that need only it, cross-built for aarch64 (static;
+# no OpenMP, hwloc or xxhash, which quant/ does not use) and run under
+# qemu-aarch64 on a CPU with dotprod and on one without, so both NEON sets
+# are checked against the reference.  Needs gcc-aarch64-linux-gnu,
+# libc6-dev-arm64-cross and qemu-user.  No loop vectorizer: Debian's
+# aarch64 GCC 12 crashes on tests/test_quant.c with it (the NEON kernels
+# are intrinsics and do not need it).
+NEON_TESTS = test_kernels test_quant test_f32ops
+NEON_CFLAGS = -std=c11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -MMD -MP -I. -fno-tree-loop-vectorize
+test-neon:
+	$(MAKE) BUILD=build-aarch64 CC=aarch64-linux-gnu-gcc AR=aarch64-linux-gnu-ar DEB_PKGS= \
+	    CFLAGS="$(NEON_CFLAGS)" LDLIBS="-static -pthread -lm" LIB_SRC="$(wildcard quant/*.c)" \
+	    $(NEON_TESTS:%=build-aarch64/tests/%)
+	@sh tests/run_qemu.sh build-aarch64 "max:neon-dotprod cortex-a53:neon" $(NEON_TESTS)
 
 # The same fuzz targets built for AFL++ (Debian's afl++): afl-clang-fast
 # links their libFuzzer-style entry point to its own driver.  Run one with

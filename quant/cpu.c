@@ -1,7 +1,10 @@
-/* cpu.c - CPU feature detection (CPUID, XGETBV), done once per process.
+/* cpu.c - CPU feature detection, done once per process: CPUID and XGETBV
+ * on x86-64, the kernel's hwcaps (getauxval) on aarch64.
  *
- * Bit positions are from the Intel SDM, vol. 2A, CPUID and XGETBV; AMD uses
- * the same ones for these features. */
+ * x86 bit positions are from the Intel SDM, vol. 2A, CPUID and XGETBV; AMD
+ * uses the same ones for these features.  On Arm, user space cannot read
+ * the ID registers portably, so the kernel's AT_HWCAP word is the source;
+ * it also means the kernel supports the registers the feature needs. */
 #include "cpu.h"
 
 #include <pthread.h>
@@ -9,6 +12,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
 #endif
 
 static qt_cpu_features features;
@@ -61,6 +66,19 @@ static void detect(void) {
         features.avx512vnni = bit(c7, 11);
         features.avx512bf16 = bit(a71, 5);
     }
+}
+
+#elif defined(__aarch64__)
+
+/* Bit values of the arm64 ABI (asm/hwcap.h), spelled here for libcs whose
+ * headers predate them. */
+#define QT_HWCAP_ASIMD (1ul << 1)
+#define QT_HWCAP_ASIMDDP (1ul << 20)
+
+static void detect(void) {
+    const unsigned long hw = getauxval(AT_HWCAP);
+    features.neon = (hw & QT_HWCAP_ASIMD) != 0;
+    features.dotprod = features.neon && (hw & QT_HWCAP_ASIMDDP) != 0;
 }
 
 #else

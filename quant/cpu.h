@@ -1,6 +1,7 @@
 /* cpu.h - what this CPU can run, and the kernel table of each ISA level.
  *
- * quant/cpu.c fills the feature table once (CPUID and XGETBV); it is the one
+ * quant/cpu.c fills the feature table once (CPUID and XGETBV on x86-64,
+ * the kernel's hwcaps on aarch64); it is the one
  * piece of global mutable state in qlm, written before anything reads it.
  * quant/dispatch.c picks the best level the CPU and OS support, and
  * quant/types.c patches the traits table with that level's kernels, so
@@ -26,20 +27,26 @@ typedef struct qt_cpu_features {
     bool avx512vnni;                           /* Cascade Lake, Ice Lake, Zen 4 */
     bool avxvnni;                              /* VEX-coded VNNI: Alder Lake */
     bool avx512bf16;                           /* detected for later kernels */
+    bool neon;    /* aarch64 Advanced SIMD (HWCAP_ASIMD) */
+    bool dotprod; /* sdot/udot, Armv8.2+ (HWCAP_ASIMDDP): Cortex-A55/A76, Neoverse */
 } qt_cpu_features;
 
-/* The features of the running CPU; all false off x86-64. Thread-safe. */
+/* The features of the running CPU; the other architecture's are all
+ * false. Thread-safe. */
 const qt_cpu_features *qt_cpu(void);
 
-/* Kernel sets from slowest to fastest; dispatch takes the last one the CPU
- * supports.  The _VNNI sets are the same level with vpdpbusd for the byte
- * products, so QLM_ISA names levels, not sets. */
+/* Kernel sets from slowest to fastest within each architecture; dispatch
+ * takes the last one the CPU supports.  The _VNNI sets are the same level
+ * with vpdpbusd for the byte products, so QLM_ISA names levels, not sets;
+ * NEON and NEON with dotprod are two levels, as Cortex-A53/A72 lack sdot. */
 typedef enum qt_isa {
     QT_ISA_SCALAR,
     QT_ISA_AVX2,
     QT_ISA_AVX2_VNNI,
     QT_ISA_AVX512,
     QT_ISA_AVX512_VNNI,
+    QT_ISA_NEON,
+    QT_ISA_NEON_DOTPROD,
     QT_ISA_COUNT
 } qt_isa;
 
@@ -60,9 +67,10 @@ const qt_kernels *qt_isa_kernels(qt_isa isa);
 bool qt_isa_supported(const qt_cpu_features *cpu, qt_isa isa);
 
 /* The set to use on `cpu`: the fastest supported one at or below the level
- * `request` names ("scalar", "avx2", "avx512"; NULL or anything else: no
- * cap).  A request above what the CPU has gives the best it does have, so
- * the answer is always safe to run. */
+ * `request` names ("scalar", "avx2", "avx512", "neon", "neon-dotprod";
+ * NULL, anything else, or the other architecture's level: no cap).  A
+ * request above what the CPU has gives the best it does have, so the
+ * answer is always safe to run. */
 qt_isa qt_isa_choose(const qt_cpu_features *cpu, const char *request);
 
 /* The set chosen for this process from qt_cpu() and env QLM_ISA, once. */
@@ -71,13 +79,17 @@ qt_isa qt_isa_active(void);
 /* Its name, for `qlm --version` and benchmarks. */
 const char *qt_isa_name(void);
 
-/* ---- the ISA files (x86-64 builds only) --------------------------------- */
+/* ---- the ISA files (built for their architecture only) ----------------- */
 
 #if defined(__x86_64__)
 extern const qt_kernels qt_kernels_avx2;
 extern const qt_kernels qt_kernels_avx2_vnni;
 extern const qt_kernels qt_kernels_avx512;
 extern const qt_kernels qt_kernels_avx512_vnni;
+#endif
+#if defined(__aarch64__)
+extern const qt_kernels qt_kernels_neon;
+extern const qt_kernels qt_kernels_neon_dotprod;
 #endif
 
 #endif

@@ -1,8 +1,8 @@
 /* dispatch.c - which kernel set this process runs, chosen once.
  *
- * The choice needs both the CPU's features and the build's tables: an x86
- * set is only offered where its file was compiled, so an aarch64 build asks
- * for nothing it lacks.  QLM_ISA can only lower the level (for comparisons
+ * The choice needs both the CPU's features and the build's tables: a set is
+ * only offered where its file was compiled (x86 sets on x86-64, NEON sets
+ * on aarch64), so no build asks for kernels it lacks.  QLM_ISA can only lower the level (for comparisons
  * and for working around a suspect kernel), never raise it past the CPU. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -54,6 +54,12 @@ const qt_kernels *qt_isa_kernels(qt_isa isa) {
     case QT_ISA_AVX512_VNNI:
         return &qt_kernels_avx512_vnni;
 #endif
+#if defined(__aarch64__)
+    case QT_ISA_NEON:
+        return &qt_kernels_neon;
+    case QT_ISA_NEON_DOTPROD:
+        return &qt_kernels_neon_dotprod;
+#endif
     default:
         return NULL;
     }
@@ -77,23 +83,50 @@ bool qt_isa_supported(const qt_cpu_features *cpu, qt_isa isa) {
         return avx512;
     case QT_ISA_AVX512_VNNI:
         return avx512 && cpu->avx512vnni;
+    case QT_ISA_NEON:
+        return cpu->neon;
+    case QT_ISA_NEON_DOTPROD:
+        return cpu->neon && cpu->dotprod;
     default:
         return false;
     }
 }
 
-qt_isa qt_isa_choose(const qt_cpu_features *cpu, const char *request) {
-    qt_isa cap = QT_ISA_COUNT - 1;
-    if (request != NULL) {
-        if (strcmp(request, "scalar") == 0)
-            cap = QT_ISA_SCALAR;
-        else if (strcmp(request, "avx2") == 0)
-            cap = QT_ISA_AVX2_VNNI;
-        else if (strcmp(request, "avx512") == 0)
-            cap = QT_ISA_AVX512_VNNI;
+/* The architecture a set belongs to, named by its lowest set. */
+static qt_isa family(qt_isa isa) {
+    return isa >= QT_ISA_NEON ? QT_ISA_NEON : isa >= QT_ISA_AVX2 ? QT_ISA_AVX2 : QT_ISA_SCALAR;
+}
+
+/* The levels a request can name, each the highest set it allows. */
+static const struct {
+    const char *name;
+    qt_isa cap;
+} levels[] = {
+    {"scalar", QT_ISA_SCALAR},
+    {"avx2", QT_ISA_AVX2_VNNI},
+    {"avx512", QT_ISA_AVX512_VNNI},
+    {"neon", QT_ISA_NEON},
+    {"neon-dotprod", QT_ISA_NEON_DOTPROD},
+};
+
+/* A level caps its own architecture's sets only: "avx512" on an Arm CPU
+ * leaves the NEON sets alone, a no-op like an unknown name. */
+static bool allowed(qt_isa isa, const char *request) {
+    if (request == NULL)
+        return true;
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        if (strcmp(request, levels[i].name) != 0)
+            continue;
+        if (levels[i].cap == QT_ISA_SCALAR)
+            return isa == QT_ISA_SCALAR;
+        return family(isa) != family(levels[i].cap) || isa <= levels[i].cap;
     }
-    for (int isa = cap; isa > QT_ISA_SCALAR; isa--)
-        if (qt_isa_supported(cpu, (qt_isa)isa))
+    return true;
+}
+
+qt_isa qt_isa_choose(const qt_cpu_features *cpu, const char *request) {
+    for (int isa = QT_ISA_COUNT - 1; isa > QT_ISA_SCALAR; isa--)
+        if (allowed((qt_isa)isa, request) && qt_isa_supported(cpu, (qt_isa)isa))
             return (qt_isa)isa;
     return QT_ISA_SCALAR;
 }

@@ -85,5 +85,8 @@ const qt_f32_ops *qt_f32(void)
     const qt_isa isa = qt_isa_active();
     if (isa == QT_ISA_AVX512 || isa == QT_ISA_AVX512_VNNI) return &qt_f32_avx512;
 #endif
+#if defined(__aarch64__)
+    if (qt_isa_active() != QT_ISA_SCALAR) return &qt_f32_neon;
+#endif
     return &ref_ops;
 }

@@ -38,5 +38,8 @@ float qt_reduce16(const float a[16]);
 #if defined(__x86_64__)
 extern const qt_f32_ops qt_f32_avx512;
 #endif
+#if defined(__aarch64__)
+extern const qt_f32_ops qt_f32_neon; /* quant/arm_neon.c */
+#endif
 
 #endif

@@ -1,6 +1,8 @@
 /* test_kernels.c - every ISA kernel set against the scalar reference.
  *
- * For each set this CPU can run (others print a SKIP line) and each kernel:
+ * For each set this CPU can run (others print a SKIP line) and each kernel
+ * (x86 sets on x86-64; NEON and NEON-dotprod on aarch64, which CI runs
+ * under qemu-aarch64 with and without dotprod: `make test-neon`):
  * - quantized dot products (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights): equal to
  *   the reference bit for bit.  The reference does llama.cpp's x86 float
  *   order and the kernels do the same, and the integer block sums are exact
@@ -83,7 +85,8 @@ static buf buf_new(size_t n, size_t skew) {
     return b;
 }
 
-static const char *set_names[QT_ISA_COUNT] = {"scalar", "avx2", "avx2-vnni", "avx512", "avx512-vnni"};
+static const char *set_names[QT_ISA_COUNT] = {"scalar", "avx2", "avx2-vnni", "avx512", "avx512-vnni",
+                                              "neon", "neon-dotprod"};
 
 /* ---- quantized dot products -------------------------------------------- */
 
@@ -574,17 +577,34 @@ static void test_quantizer(qt_isa isa, qt_type t, int act) {
 
 /* ---- dispatch ---------------------------------------------------------- */
 
+enum { N_FEATURE_BITS = 12 };
+
 static void features_from_bits(qt_cpu_features *f, unsigned bits) {
-    bool *flags[] = {&f->avx2, &f->fma, &f->f16c, &f->avx512f, &f->avx512bw,
-                     &f->avx512vl, &f->avx512dq, &f->avx512vnni, &f->avxvnni, &f->avx512bf16};
+    bool *flags[N_FEATURE_BITS] = {&f->avx2,     &f->fma,         &f->f16c,    &f->avx512f,
+                                   &f->avx512bw, &f->avx512vl,    &f->avx512dq, &f->avx512vnni,
+                                   &f->avxvnni,  &f->avx512bf16,  &f->neon,    &f->dotprod};
     for (unsigned i = 0; i < sizeof flags / sizeof flags[0]; i++)
         *flags[i] = (bits >> i) & 1u;
 }
 
+/* The sets QLM_ISA=request allows, as a bit mask: a level caps its own
+ * architecture's sets only; an unknown name (case matters) caps nothing. */
+static unsigned allowed_sets(const char *req) {
+    const unsigned all = (1u << QT_ISA_COUNT) - 1;
+    const unsigned neon = 1u << QT_ISA_NEON | 1u << QT_ISA_NEON_DOTPROD;
+    if (strcmp(req, "scalar") == 0)
+        return 1u << QT_ISA_SCALAR;
+    if (strcmp(req, "avx2") == 0)
+        return 1u << QT_ISA_SCALAR | 1u << QT_ISA_AVX2 | 1u << QT_ISA_AVX2_VNNI | neon;
+    if (strcmp(req, "neon") == 0)
+        return all & ~(1u << QT_ISA_NEON_DOTPROD);
+    return all;
+}
+
 static void test_dispatch(const char *self) {
     TEST_BEGIN("dispatch/choose_never_exceeds_cpu");
-    static const char *requests[] = {NULL, "scalar", "avx2", "avx512", "", "AVX2", "neon"};
-    for (unsigned bits = 0; bits < 1024; bits++) {
+    static const char *requests[] = {NULL, "scalar", "avx2", "avx512", "", "AVX2", "neon", "neon-dotprod", "NEON"};
+    for (unsigned bits = 0; bits < 1u << N_FEATURE_BITS; bits++) {
         qt_cpu_features f;
         features_from_bits(&f, bits);
         for (size_t r = 0; r < sizeof requests / sizeof requests[0]; r++) {
@@ -592,16 +612,12 @@ static void test_dispatch(const char *self) {
             const char *req = requests[r] ? requests[r] : "(none)";
             CHECK(qt_isa_supported(&f, got), "features 0x%x, request %s: chose unsupported %s", bits, req,
                   set_names[got]);
-            /* The spec: the fastest supported set at or below the named
-             * level, where a level includes its VNNI set. */
-            qt_isa cap = QT_ISA_AVX512_VNNI;
-            if (strcmp(req, "scalar") == 0)
-                cap = QT_ISA_SCALAR;
-            else if (strcmp(req, "avx2") == 0)
-                cap = QT_ISA_AVX2_VNNI;
+            /* The spec: the fastest supported set the request allows,
+             * where a level includes its VNNI set. */
+            const unsigned allowed = allowed_sets(req);
             qt_isa want = QT_ISA_SCALAR;
-            for (int isa = 0; isa <= (int)cap; isa++)
-                if (qt_isa_supported(&f, (qt_isa)isa))
+            for (int isa = 0; isa < QT_ISA_COUNT; isa++)
+                if ((allowed >> isa & 1u) && qt_isa_supported(&f, (qt_isa)isa))
                     want = (qt_isa)isa;
             CHECK(got == want, "features 0x%x, request %s: chose %s, want %s", bits, req, set_names[got],
                   set_names[want]);
@@ -613,6 +629,19 @@ static void test_dispatch(const char *self) {
     qt_cpu_features avx512_no_os;
     features_from_bits(&avx512_no_os, 0x7); /* AVX2 only, as when the OS lacks ZMM state */
     CHECK(qt_isa_choose(&avx512_no_os, "avx512") <= QT_ISA_AVX2_VNNI, "no AVX-512 state, no AVX-512");
+    qt_cpu_features a53, a76;
+    features_from_bits(&a53, 1u << 10);           /* NEON, no dotprod */
+    features_from_bits(&a76, 1u << 10 | 1u << 11); /* NEON and dotprod */
+#if defined(__aarch64__)
+    CHECK(qt_isa_choose(&a53, NULL) == QT_ISA_NEON, "Cortex-A53 features: %s", set_names[qt_isa_choose(&a53, NULL)]);
+    CHECK(qt_isa_choose(&a76, NULL) == QT_ISA_NEON_DOTPROD, "Cortex-A76 features: %s",
+          set_names[qt_isa_choose(&a76, NULL)]);
+    CHECK(qt_isa_choose(&a76, "neon") == QT_ISA_NEON, "QLM_ISA=neon on a dotprod CPU");
+    CHECK(qt_isa_choose(&a76, "avx512") == QT_ISA_NEON_DOTPROD, "an x86 level caps nothing on Arm");
+#else
+    CHECK(qt_isa_choose(&a76, NULL) == QT_ISA_SCALAR, "NEON sets offered by a build without them");
+    (void)a53;
+#endif
     TEST_END();
 
     TEST_BEGIN("dispatch/active_set");
@@ -643,16 +672,21 @@ static void test_dispatch(const char *self) {
     TEST_END();
 
     /* QLM_ISA is read once per process, so ask fresh processes. */
-    static const char *levels[] = {"scalar", "avx2", "avx512", "bogus"};
-    char got[4][64];
-    for (size_t i = 0; i < 4; i++) {
+    static const char *levels[] = {"scalar", "avx2", "avx512", "neon", "neon-dotprod", "bogus"};
+    enum { N_LEVELS = sizeof levels / sizeof levels[0] };
+    char got[N_LEVELS][64];
+    for (size_t i = 0; i < N_LEVELS; i++) {
         char cmd[4200];
         got[i][0] = 0;
         if (strchr(self, '\'') != NULL) {
             printf("SKIP dispatch/qlm_isa_env: cannot quote the test's path\n");
             return;
         }
-        snprintf(cmd, sizeof cmd, "QLM_ISA=%s '%s' --isa-name 2>/dev/null", levels[i], self);
+        /* QLM_TEST_WRAPPER: an emulator to start the child with
+         * (tests/run_qemu.sh sets it to qemu-aarch64). */
+        const char *wrapper = getenv("QLM_TEST_WRAPPER");
+        snprintf(cmd, sizeof cmd, "QLM_ISA=%s %s '%s' --isa-name 2>/dev/null", levels[i], wrapper ? wrapper : "",
+                 self);
         FILE *p = popen(cmd, "r");
         if (p && !fgets(got[i], sizeof got[i], p))
             got[i][0] = 0;
@@ -666,7 +700,7 @@ static void test_dispatch(const char *self) {
         got[i][strcspn(got[i], "\n")] = 0;
     }
     TEST_BEGIN("dispatch/qlm_isa_env");
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < N_LEVELS; i++) {
         const char *want = set_names[qt_isa_choose(qt_cpu(), levels[i])];
         CHECK(strcmp(got[i], want) == 0, "QLM_ISA=%s: child runs %s, want %s", levels[i], got[i], want);
     }
@@ -715,11 +749,34 @@ static void test_features(void) {
     }
     TEST_END();
 #else
-    (void)found;
     TEST_BEGIN("cpu/no_x86_features_elsewhere");
     const qt_cpu_features *c = qt_cpu();
     CHECK(!c->avx2 && !c->avx512f, "x86 features reported off x86");
     TEST_END();
+#if defined(__aarch64__)
+    /* Linux on aarch64 requires Advanced SIMD.  A native kernel's
+     * /proc/cpuinfo lists the same hwcaps by name ("Features" line);
+     * qemu-user shows the host's file, without one. */
+    TEST_BEGIN("cpu/aarch64_hwcaps");
+    CHECK(c->neon, "no NEON reported on aarch64");
+    CHECK(c->neon || !c->dotprod, "dotprod without NEON");
+    f = fopen("/proc/cpuinfo", "r");
+    found = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Features", 8) == 0) {
+            found = 1;
+            break;
+        }
+    if (f)
+        fclose(f);
+    if (found) {
+        line[strcspn(line, "\n")] = ' ';
+        CHECK((strstr(line, " asimd ") != NULL) == c->neon, "asimd: /proc/cpuinfo and hwcaps disagree");
+        CHECK((strstr(line, " asimddp ") != NULL) == c->dotprod, "asimddp: /proc/cpuinfo and hwcaps disagree");
+    }
+    TEST_END();
+#endif
+    (void)found;
 #endif
 }
 
