@@ -3,7 +3,6 @@
 #include "repack.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 #include "blocks.h"
 #include "cpu.h"
@@ -16,7 +15,7 @@ bool qt_repack_applies(qt_type type, int64_t rows)
      * last only with AVX-512), all for ne[1] % 8 == 0.  IQ4_NL -> iq4_nl_8x8
      * too, but qlm has no IQ4_NL kernels, so such models fail to load. */
     if (rows <= 0 || rows % QT_RP_ROWS) return false;
-    return type == QT_Q4_0 || (type == QT_Q4_K && !getenv("NOQ4K")) || type == QT_Q2_K;
+    return type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q2_K;
 }
 
 /* ---- Q4_0 x Q8_0: one fma per block ----------------------------------- */

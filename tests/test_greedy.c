@@ -21,6 +21,7 @@
 static const struct { const char *model, *fixdir, *tag; } suites[] = {
     {"models/SmolLM2-135M-Instruct.Q4_1.gguf", "tests/data/greedy/smollm2-q4_1", "q4_1"},
     {"models/SmolLM2-135M-Instruct.Q4_0.gguf", "tests/data/greedy/smollm2-q4_0", "q4_0"},
+    {"models/SmolLM2-135M-Instruct.Q4_K_M.gguf", "tests/data/greedy/smollm2-q4_k_m", "q4_k_m"},
 };
 #define NEAR_TIE 1e-3
 

@@ -1,0 +1,35 @@
+/* tiled.h - llama.cpp's tiled K-quant matmul order, for batches of 8 or
+ * more activation columns.
+ *
+ * llama.cpp (ggml-cpu/tiled/, this version) computes a MUL_MAT whose
+ * weight is Q2_K..Q6_K (and not repacked, quant/repack.h) with 8 or more
+ * columns through 16x16 integer micro-tiles.  Every output element then
+ * takes, per 256-element super-block b,
+ *
+ *     r   = (float)isum_b * d_w                (isum = Σ scale·q·y, exact)
+ *     r   = fma(-dmin_w, (float)imin_b, r)     (types with mins; imin = Σ min·bsum)
+ *     acc = fma(r, d_y, acc)                   (acc starts at 0)
+ *
+ * (its compiler fuses the last multiply-add), which is neither vec_dot's
+ * order nor the repacked kernels'.  With fewer than 8 columns it uses
+ * vec_dot.  qlm uses the same orders on every CPU. */
+#ifndef QLM_QT_TILED_H
+#define QLM_QT_TILED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "types.h"
+
+/* Columns from which llama.cpp takes the tiled path. */
+#define QT_TILED_MIN_COLS 8
+
+/* Whether a matmul over a weight of this type and `rows` rows with
+ * `n_cols` activation columns takes the tiled order. */
+bool qt_tiled_applies(qt_type type, int64_t rows, int n_cols);
+
+/* One output element in the tiled order: x is a weight row of `type`, y
+ * its Q8_K activation row, n elements.  The scalar definition. */
+float qt_tiled_dot(qt_type type, int n, const void *x, const void *y);
+
+#endif

@@ -1,0 +1,142 @@
+/* tiled_ref.c - llama.cpp's tiled K-quant order (see tiled.h), scalar. */
+#include "tiled.h"
+
+#include <math.h>
+
+#include "blocks.h"
+#include "fp16.h"
+#include "repack.h"
+
+bool qt_tiled_applies(qt_type type, int64_t rows, int n_cols)
+{
+    if (n_cols < QT_TILED_MIN_COLS || qt_repack_applies(type, rows)) return false;
+    return type == QT_Q2_K || type == QT_Q3_K || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
+}
+
+/* The signed quants of one super-block in element order, its per-element
+ * scale, and (for types with mins) its per-16 min; returns d and dmin. */
+typedef struct {
+    int q[QT_QK_K];
+    int sc[QT_QK_K / 16];
+    int m[QT_QK_K / 16];
+    bool has_min;
+    float d, dmin;
+} kblock;
+
+static void k_scale_min(int j, const uint8_t *q, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static void unpack_q2_K(const qt_block_q2_K *x, kblock *k)
+{
+    for (int e = 0; e < QT_QK_K; e++) k->q[e] = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+    for (int j = 0; j < 16; j++) {
+        k->sc[j] = x->scales[j] & 0xf;
+        k->m[j] = x->scales[j] >> 4;
+    }
+    k->has_min = true;
+    k->d = qt_f16_to_f32(x->d);
+    k->dmin = qt_f16_to_f32(x->dmin);
+}
+
+static void unpack_q3_K(const qt_block_q3_K *x, kblock *k)
+{
+    for (int e = 0; e < QT_QK_K; e++) {
+        const int lo = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+        const int hi = (x->hmask[e % 32] >> (e / 32)) & 1;
+        k->q[e] = lo - (hi ? 0 : 4);
+    }
+    /* 16 6-bit scales: low nibbles in bytes 0-7, high 2 bits in bytes 8-11 */
+    for (int j = 0; j < 16; j++) {
+        const int low = j < 8 ? x->scales[j] & 0xf : x->scales[j - 8] >> 4;
+        const int high = (x->scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+        k->sc[j] = (low | high << 4) - 32;
+    }
+    k->has_min = false;
+    k->d = qt_f16_to_f32(x->d);
+}
+
+static void unpack_q4_K(const qt_block_q4_K *x, kblock *k)
+{
+    for (int e = 0; e < QT_QK_K; e++) k->q[e] = (x->qs[32 * (e / 64) + e % 32] >> (4 * ((e / 32) % 2))) & 0xf;
+    for (int j = 0; j < 8; j++) {
+        int sc, m;
+        k_scale_min(j, x->scales, &sc, &m);
+        k->sc[2 * j] = k->sc[2 * j + 1] = sc;
+        k->m[2 * j] = k->m[2 * j + 1] = m;
+    }
+    k->has_min = true;
+    k->d = qt_f16_to_f32(x->d);
+    k->dmin = qt_f16_to_f32(x->dmin);
+}
+
+static void unpack_q5_K(const qt_block_q5_K *x, kblock *k)
+{
+    for (int e = 0; e < QT_QK_K; e++)
+        k->q[e] = ((x->qs[32 * (e / 64) + e % 32] >> (4 * ((e / 32) % 2))) & 0xf) |
+                  (((x->qh[e % 32] >> (e / 32)) & 1) << 4);
+    for (int j = 0; j < 8; j++) {
+        int sc, m;
+        k_scale_min(j, x->scales, &sc, &m);
+        k->sc[2 * j] = k->sc[2 * j + 1] = sc;
+        k->m[2 * j] = k->m[2 * j + 1] = m;
+    }
+    k->has_min = true;
+    k->d = qt_f16_to_f32(x->d);
+    k->dmin = qt_f16_to_f32(x->dmin);
+}
+
+static void unpack_q6_K(const qt_block_q6_K *x, kblock *k)
+{
+    for (int e = 0; e < QT_QK_K; e++) {
+        const int h = e / 128, l = e % 32, part = (e % 128) / 32; /* 0..3 */
+        const uint8_t ql = x->ql[64 * h + l + 32 * (part & 1)];
+        const int low = part < 2 ? ql & 0xf : ql >> 4;
+        const int high = (x->qh[32 * h + l] >> (2 * part)) & 3;
+        k->q[e] = (low | high << 4) - 32;
+    }
+    for (int j = 0; j < 16; j++) k->sc[j] = x->scales[j];
+    k->has_min = false;
+    k->d = qt_f16_to_f32(x->d);
+}
+
+static size_t unpack(qt_type type, const uint8_t *x, kblock *k)
+{
+    switch (type) {
+    case QT_Q2_K: unpack_q2_K((const void *)x, k); return sizeof(qt_block_q2_K);
+    case QT_Q3_K: unpack_q3_K((const void *)x, k); return sizeof(qt_block_q3_K);
+    case QT_Q4_K: unpack_q4_K((const void *)x, k); return sizeof(qt_block_q4_K);
+    case QT_Q5_K: unpack_q5_K((const void *)x, k); return sizeof(qt_block_q5_K);
+    case QT_Q6_K: unpack_q6_K((const void *)x, k); return sizeof(qt_block_q6_K);
+    default: return 0;
+    }
+}
+
+float qt_tiled_dot(qt_type type, int n, const void *vx, const void *vy)
+{
+    const uint8_t *x = vx;
+    const qt_block_q8_K *y = vy;
+    float acc = 0.0f;
+    for (int b = 0; b < n / QT_QK_K; b++) {
+        kblock k;
+        const size_t size = unpack(type, x, &k);
+        if (!size) return NAN;
+        x += size;
+        int32_t isum = 0, imin = 0;
+        for (int e = 0; e < QT_QK_K; e++) isum += k.sc[e / 16] * k.q[e] * (int32_t)y[b].qs[e];
+        float r = (float)isum * k.d;
+        if (k.has_min) {
+            for (int j = 0; j < QT_QK_K / 16; j++) imin += k.m[j] * (int32_t)y[b].bsums[j];
+            r = fmaf(-k.dmin, (float)imin, r);
+        }
+        acc = fmaf(r, y[b].d, acc);
+    }
+    return acc;
+}
