@@ -79,6 +79,13 @@ const qt_repack_ops *qt_repack(void);
 
 #if defined(__x86_64__)
 extern const qt_repack_ops qt_repack_avx2;
+/* The K-quant entries of that table (quant/x86_avx2_repack_k.c). */
+void qt_avx2_rp_gemv_q4_K(int n, float *s, const void *w, size_t w_stride, const void *y);
+void qt_avx2_rp_gemm_q4_K(int n, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
+                          size_t y_stride);
+void qt_avx2_rp_gemv_q2_K(int n, float *s, const void *w, size_t w_stride, const void *y);
+void qt_avx2_rp_gemm_q2_K(int n, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
+                          size_t y_stride);
 #endif
 
 #endif

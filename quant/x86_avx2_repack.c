@@ -100,8 +100,8 @@ static void gemm_q4_0(int n, float *s, size_t ldo, const void *w, size_t w_strid
 
 const qt_repack_ops qt_repack_avx2 = {
     .name = "avx2",
-    .gemv = {[QT_Q4_0] = gemv_q4_0},
-    .gemm = {[QT_Q4_0] = gemm_q4_0},
+    .gemv = {[QT_Q4_0] = gemv_q4_0, [QT_Q4_K] = qt_avx2_rp_gemv_q4_K, [QT_Q2_K] = qt_avx2_rp_gemv_q2_K},
+    .gemm = {[QT_Q4_0] = gemm_q4_0, [QT_Q4_K] = qt_avx2_rp_gemm_q4_K, [QT_Q2_K] = qt_avx2_rp_gemm_q2_K},
 };
 
 #endif

@@ -1,16 +1,18 @@
-/* test_repack.c - llama.cpp's repacked matmul orders (quant/repack.h).
+/* test_repack.c - llama.cpp's repacked and tiled matmul orders
+ * (quant/repack.h, quant/tiled.h).
  *
  * - Every ISA set of the repack kernels (gemv: 8 rows x 1 column, gemm:
- *   8 rows x 4 columns) equals the scalar reference bit for bit, on random
- *   blocks and adversarial ones (zero, max and subnormal f16 scales, quants
- *   at the ends of their ranges, activation bytes -128 and 127), for
- *   lengths of 1 to 64 blocks, in buffers that end at the data.
- * - gl_matmul routes: a Q4_0 weight with rows % 8 == 0 gives, for 1..9
- *   tokens, the reference repack order (gemm for the first n - n % 4
- *   tokens, gemv for the rest); with rows % 8 != 0 it gives vec_dot's
- *   order; other types (Q4_1) keep vec_dot.
- * The expected values of the llama.cpp kernels themselves were checked
- * with a harness against libggml-cpu.so (see quant/repack.h). */
+ *   8 rows x 4 columns) equals the scalar reference bit for bit, for Q4_0,
+ *   Q4_K and Q2_K, on random blocks and adversarial ones (zero, max and
+ *   subnormal f16 scales, quants and scales at the ends of their ranges,
+ *   activation bytes -128 and 127), in buffers that end at the data.
+ * - Fixtures made by llama.cpp itself (tools/llamacpp/gen_repack_fixtures.c:
+ *   its repack + gemm/gemv, its tiled MUL_MAT) equal gl_matmul and the
+ *   scalar reference bit for bit.
+ * - gl_matmul routes: repacked types with rows % 8 == 0 take the repack
+ *   order (gemm for the first n - n % 4 tokens, gemv for the rest); K-quants
+ *   otherwise take the tiled order from 8 tokens on and vec_dot's below;
+ *   other types keep vec_dot. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include "quant/cpu.h"
 #include "quant/fp16.h"
 #include "quant/repack.h"
+#include "quant/tiled.h"
 #include "quant/types.h"
 #include "tests/test.h"
 
@@ -62,49 +65,79 @@ static uint16_t scale_for(int sc, double sigma) {
     return qt_f32_to_f16((float)(rng_normal() * sigma));
 }
 
-static void fill_q4_0(qt_block_q4_0 *x, int nb, int sc) {
+/* Where a weight block keeps its f16 d and dmin (-1: none). */
+static void scale_offsets(qt_type type, int *d, int *dmin) {
+    *d = type == QT_Q2_K ? 80 : 0;
+    *dmin = type == QT_Q4_K ? 2 : type == QT_Q2_K ? 82 : -1;
+}
+
+/* nb weight blocks: random or extreme bytes, then the scenario's scales. */
+static void fill_weights(qt_type type, uint8_t *x, int nb, int sc) {
+    const size_t bs = qt_get(type)->type_size;
+    int od, om;
+    scale_offsets(type, &od, &om);
     for (int i = 0; i < nb; i++) {
-        if (sc == SC_ZERO) {
-            memset(&x[i], 0, sizeof x[i]);
-            continue;
-        }
-        x[i].d = scale_for(sc, 0.01);
+        uint8_t *b = x + i * bs;
         const int pat = rng_below(4);
-        for (int j = 0; j < QT_QK4_0 / 2; j++)
-            x[i].qs[j] = sc != SC_EXTREMES ? (uint8_t)rng_next()
-                         : pat == 0 ? 0x00 : pat == 1 ? 0xff : pat == 2 ? 0x0f : (uint8_t)(j & 1 ? 0xf0 : 0x0f);
+        for (size_t j = 0; j < bs; j++)
+            b[j] = sc == SC_ZERO ? 0 : sc != SC_EXTREMES ? (uint8_t)rng_next()
+                 : pat == 0 ? 0x00 : pat == 1 ? 0xff : pat == 2 ? 0x0f : (uint8_t)(j & 1 ? 0xf0 : 0x0f);
+        if (sc == SC_ZERO) continue;
+        const uint16_t d = scale_for(sc, 0.01), m = scale_for(sc, 0.01);
+        memcpy(b + od, &d, 2);
+        if (om >= 0) memcpy(b + om, &m, 2);
     }
 }
 
-static void fill_q8_0(qt_block_q8_0 *y, int nb, int sc) {
+/* nb activation blocks of Q8_0 or Q8_K (consistent bsums). */
+static void fill_acts(qt_type act, uint8_t *y, int nb, int sc) {
+    const int pat = rng_below(3);
     for (int i = 0; i < nb; i++) {
-        if (sc == SC_ZERO) {
-            memset(&y[i], 0, sizeof y[i]);
-            continue;
+        int8_t *qs;
+        int nq;
+        if (act == QT_Q8_0) {
+            qt_block_q8_0 *b = (qt_block_q8_0 *)y + i;
+            b->d = sc == SC_ZERO ? 0 : scale_for(sc, 0.05);
+            qs = b->qs, nq = QT_QK8_0;
+        } else {
+            qt_block_q8_K *b = (qt_block_q8_K *)y + i;
+            b->d = sc == SC_ZERO ? 0.0f : sc == SC_MAX_SCALE ? 1e4f : sc == SC_SUBNORMAL ? 1e-40f
+                                       : (float)(rng_normal() * 0.05);
+            qs = b->qs, nq = QT_QK_K;
         }
-        y[i].d = scale_for(sc, 0.05);
-        const int pat = rng_below(3);
-        for (int j = 0; j < QT_QK8_0; j++)
-            y[i].qs[j] = sc != SC_EXTREMES ? (int8_t)rng_next()
-                         : pat == 0 ? -128 : pat == 1 ? 127 : (int8_t)(j & 1 ? -128 : 127);
+        for (int j = 0; j < nq; j++)
+            qs[j] = sc == SC_ZERO ? 0 : sc != SC_EXTREMES ? (int8_t)rng_next()
+                  : pat == 0 ? -128 : pat == 1 ? 127 : (int8_t)(j & 1 ? -128 : 127);
+        if (act == QT_Q8_K) {
+            qt_block_q8_K *b = (qt_block_q8_K *)y + i;
+            for (int j = 0; j < QT_QK_K / 16; j++) {
+                int s = 0;
+                for (int k = 0; k < 16; k++) s += b->qs[16 * j + k];
+                b->bsums[j] = (int16_t)s;
+            }
+        }
     }
 }
 
 static void test_kernels_vs_ref(const char *set, const qt_repack_ops *k, qt_type type) {
     const qt_repack_ops *ref = qt_repack_ref();
+    const qt_traits *tr = qt_get(type);
+    const qt_type act = tr->vec_dot_type;
     char name[128];
     for (int sc = 0; sc < SC_COUNT; sc++) {
-        snprintf(name, sizeof name, "%s/repack_%s/%s", set, qt_get(type)->name, sc_names[sc]);
+        snprintf(name, sizeof name, "%s/repack_%s/%s", set, tr->name, sc_names[sc]);
         TEST_BEGIN(name);
-        for (int iter = 0; iter < 40; iter++) {
-            const int nb = iter < 8 ? 1 + iter : 1 + rng_below(64), n = nb * QT_QK4_0;
-            const size_t w_stride = sizeof(qt_block_q4_0) * nb, y_stride = sizeof(qt_block_q8_0) * nb;
+        CHECK(k->gemv[type] && k->gemm[type], "no kernel");
+        for (int iter = 0; iter < 24 && k->gemv[type] && k->gemm[type]; iter++) {
+            const int max_nb = tr->block_size == QT_QK_K ? 6 : 48;
+            const int nb = iter < 4 ? 1 + iter : 1 + rng_below(max_nb), n = nb * tr->block_size;
+            const size_t w_stride = tr->type_size * nb, y_stride = qt_row_size(act, n);
             /* rows of the group a little apart, as in a wider tensor */
-            const size_t w_gap = w_stride + sizeof(qt_block_q4_0) * (size_t)rng_below(3);
+            const size_t w_gap = w_stride + tr->type_size * (size_t)rng_below(3);
             uint8_t *w = xmalloc(w_gap * 7 + w_stride);
             uint8_t *y = xmalloc(y_stride * QT_RP_COLS);
-            for (int r = 0; r < 8; r++) fill_q4_0((qt_block_q4_0 *)(w + r * w_gap), nb, sc);
-            for (int c = 0; c < QT_RP_COLS; c++) fill_q8_0((qt_block_q8_0 *)(y + c * y_stride), nb, sc);
+            for (int r = 0; r < 8; r++) fill_weights(type, w + r * w_gap, nb, sc);
+            for (int c = 0; c < QT_RP_COLS; c++) fill_acts(act, y + c * y_stride, nb, sc);
             float a[8], b[8], ga[QT_RP_COLS * 9], gb[QT_RP_COLS * 9];
             ref->gemv[type](n, a, w, w_gap, y);
             k->gemv[type](n, b, w, w_gap, y);
@@ -113,13 +146,9 @@ static void test_kernels_vs_ref(const char *set, const qt_repack_ops *k, qt_type
             ref->gemm[type](n, ga, 9, w, w_gap, y, y_stride);
             k->gemm[type](n, gb, 9, w, w_gap, y, y_stride);
             for (int c = 0; c < QT_RP_COLS; c++)
-                for (int r = 0; r < 8; r++) {
+                for (int r = 0; r < 8; r++)
                     CHECK(same_bits(ga[c * 9 + r], gb[c * 9 + r]), "gemm nb=%d col %d row %d: ref %a, kernel %a",
                           nb, c, r, ga[c * 9 + r], gb[c * 9 + r]);
-                    /* gemm's element order is gemv's, column by column */
-                    ref->gemv[type](n, a, w, w_gap, y + c * y_stride);
-                    CHECK(same_bits(ga[c * 9 + r], a[r]), "gemm != gemv nb=%d col %d row %d", nb, c, r);
-                }
             free(w);
             free(y);
         }
@@ -127,45 +156,134 @@ static void test_kernels_vs_ref(const char *set, const qt_repack_ops *k, qt_type
     }
 }
 
-/* gl_matmul against the reference orders, computed here from the same
- * quantized activations. */
-static void test_matmul_routing(qt_type type, int rows, int expect_repack) {
+/* ---- fixtures from llama.cpp -------------------------------------------- */
+
+typedef struct fixture {
+    qt_type type;
+    int rows, n, ncols;
+    uint8_t *w;
+    float *x, *out;
+} fixture;
+
+static int load_fixture(const char *path, fixture *f) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return -1;
+    char magic[4];
+    int32_t h[5];
+    int ok = fread(magic, 4, 1, fp) == 1 && !memcmp(magic, "QRPF", 4) && fread(h, sizeof h, 1, fp) == 1 &&
+             h[0] == 1 && qt_get((qt_type)h[1]) && h[2] > 0 && h[2] <= 4096 && h[3] > 0 && h[3] <= 65536 &&
+             h[4] > 0 && h[4] <= 64;
+    if (ok) {
+        f->type = (qt_type)h[1], f->rows = h[2], f->n = h[3], f->ncols = h[4];
+        const size_t wb = qt_row_size(f->type, f->n) * f->rows;
+        f->w = xmalloc(wb);
+        f->x = xmalloc(sizeof(float) * f->n * f->ncols);
+        f->out = xmalloc(sizeof(float) * f->rows * f->ncols);
+        ok = fread(f->w, wb, 1, fp) == 1 && fread(f->x, sizeof(float) * f->n * f->ncols, 1, fp) == 1 &&
+             fread(f->out, sizeof(float) * f->rows * f->ncols, 1, fp) == 1;
+    }
+    fclose(fp);
+    return ok ? 0 : -1;
+}
+
+/* The reference order for one output, from quantized activations. */
+static float reference_out(const fixture *f, const uint8_t *xq, size_t act_row, int c, int r) {
+    const size_t row = qt_row_size(f->type, f->n);
+    if (qt_repack_applies(f->type, f->rows)) {
+        float g[QT_RP_COLS * 8];
+        const int n_gemm = f->ncols - f->ncols % QT_RP_COLS;
+        const uint8_t *wg = f->w + (size_t)(r & ~7) * row;
+        if (c < n_gemm) {
+            const int c0 = c - c % QT_RP_COLS;
+            qt_repack_ref()->gemm[f->type](f->n, g, 8, wg, row, xq + c0 * act_row, act_row);
+            return g[(c - c0) * 8 + (r & 7)];
+        }
+        qt_repack_ref()->gemv[f->type](f->n, g, wg, row, xq + c * act_row);
+        return g[r & 7];
+    }
+    if (qt_tiled_applies(f->type, f->rows, f->ncols)) return qt_tiled_dot(f->type, f->n, f->w + r * row, xq + c * act_row);
+    float s;
+    qt_isa_kernels(QT_ISA_SCALAR)->vec_dot[f->type](f->n, &s, f->w + r * row, xq + c * act_row);
+    return s;
+}
+
+static void test_fixture(const char *stem) {
+    char path[256], name[128];
+    snprintf(path, sizeof path, "tests/data/repack/%s.bin", stem);
+    snprintf(name, sizeof name, "llamacpp_fixture_%s", stem);
+    TEST_BEGIN(name);
+    fixture f;
+    if (load_fixture(path, &f)) {
+        CHECK(0, "cannot read %s", path);
+        TEST_END();
+        return;
+    }
+    const qt_traits *tr = qt_get(f.type), *at = qt_get(tr->vec_dot_type);
+    gl_tensor t = {.type = f.type, .ne = {f.n, f.rows, 1, 1}, .row_bytes = qt_row_size(f.type, f.n), .data = f.w};
+    float *out = xmalloc(sizeof(float) * f.rows * f.ncols);
+    void *scratch = xmalloc(gl_matmul_scratch(&t, f.ncols));
+    CHECK(gl_matmul(&t, f.x, out, f.ncols, scratch) == 0, "gl_matmul failed");
+    const size_t act_row = qt_row_size(tr->vec_dot_type, f.n);
+    uint8_t *xq = xmalloc(act_row * f.ncols);
+    for (int c = 0; c < f.ncols; c++) at->quantize_act(f.x + (size_t)c * f.n, xq + c * act_row, f.n);
+    for (int c = 0; c < f.ncols; c++)
+        for (int r = 0; r < f.rows; r++) {
+            const float want = f.out[c * f.rows + r], ref = reference_out(&f, xq, act_row, c, r);
+            CHECK(same_bits(out[c * f.rows + r], want), "gl_matmul col %d row %d: %a, llama.cpp %a", c, r,
+                  out[c * f.rows + r], want);
+            CHECK(same_bits(ref, want), "reference col %d row %d: %a, llama.cpp %a", c, r, ref, want);
+        }
+    free(out), free(scratch), free(xq), free(f.w), free(f.x), free(f.out);
+    TEST_END();
+}
+
+/* ---- routing ------------------------------------------------------------- */
+
+enum { ORDER_VEC_DOT, ORDER_REPACK, ORDER_TILED };
+
+/* gl_matmul against the order it should take, computed here from the same
+ * quantized activations, for 1..`max_tok` tokens. */
+static void test_matmul_routing(qt_type type, int rows, int max_tok) {
     char name[128];
     snprintf(name, sizeof name, "matmul_routes_%s_rows%d", qt_get(type)->name, rows);
     TEST_BEGIN(name);
-    CHECK(qt_repack_applies(type, rows) == expect_repack, "qt_repack_applies(%s, %d)", qt_get(type)->name, rows);
     const qt_traits *tr = qt_get(type), *at = qt_get(tr->vec_dot_type);
-    const int n = 4 * 32;
+    const int n = tr->block_size == QT_QK_K ? 2 * QT_QK_K : 4 * 32;
     const size_t row_bytes = qt_row_size(type, n), act_row = qt_row_size(tr->vec_dot_type, n);
     float *wf = xmalloc(sizeof(float) * n * rows);
     for (int i = 0; i < n * rows; i++) wf[i] = (float)rng_normal();
     uint8_t *w = xmalloc(row_bytes * rows);
     tr->from_float(wf, w, (int64_t)n * rows);
     gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
-    for (int ntok = 1; ntok <= 9; ntok++) {
+    for (int ntok = 1; ntok <= max_tok; ntok++) {
+        const int order = qt_repack_applies(type, rows) ? ORDER_REPACK
+                        : qt_tiled_applies(type, rows, ntok) ? ORDER_TILED : ORDER_VEC_DOT;
         float *x = xmalloc(sizeof(float) * n * ntok), *out = xmalloc(sizeof(float) * rows * ntok);
         for (int i = 0; i < n * ntok; i++) x[i] = (float)(rng_normal() * 2.0);
         void *scratch = xmalloc(gl_matmul_scratch(&t, ntok));
         CHECK(gl_matmul(&t, x, out, ntok, scratch) == 0, "gl_matmul failed");
         uint8_t *xq = xmalloc(act_row * ntok);
         for (int k = 0; k < ntok; k++) at->quantize_act(x + (size_t)k * n, xq + k * act_row, n);
+        const int n_gemm = ntok - ntok % QT_RP_COLS;
         for (int k = 0; k < ntok; k++)
             for (int r = 0; r < rows; r++) {
-                float want;
-                if (expect_repack) {
-                    float g[8];
-                    qt_repack_ref()->gemv[type](n, g, w + (size_t)(r & ~7) * row_bytes, row_bytes, xq + k * act_row);
+                float want, g[QT_RP_COLS * 8];
+                const uint8_t *wg = w + (size_t)(r & ~7) * row_bytes;
+                if (order == ORDER_REPACK && k < n_gemm) {
+                    qt_repack_ref()->gemm[type](n, g, 8, wg, row_bytes, xq + (k - k % 4) * act_row, act_row);
+                    want = g[(k % 4) * 8 + (r & 7)];
+                } else if (order == ORDER_REPACK) {
+                    qt_repack_ref()->gemv[type](n, g, wg, row_bytes, xq + k * act_row);
                     want = g[r & 7];
+                } else if (order == ORDER_TILED) {
+                    want = qt_tiled_dot(type, n, w + (size_t)r * row_bytes, xq + k * act_row);
                 } else {
                     qt_isa_kernels(QT_ISA_SCALAR)->vec_dot[type](n, &want, w + (size_t)r * row_bytes, xq + k * act_row);
                 }
-                CHECK(same_bits(out[(size_t)k * rows + r], want), "ntok %d token %d row %d: %a, want %a", ntok, k,
-                      r, out[(size_t)k * rows + r], want);
+                CHECK(same_bits(out[(size_t)k * rows + r], want), "ntok %d token %d row %d (order %d): %a, want %a",
+                      ntok, k, r, order, out[(size_t)k * rows + r], want);
             }
-        free(x);
-        free(out);
-        free(scratch);
-        free(xq);
+        free(x), free(out), free(scratch), free(xq);
     }
     free(wf);
     free(w);
@@ -173,17 +291,39 @@ static void test_matmul_routing(qt_type type, int rows, int expect_repack) {
 }
 
 int main(void) {
-    test_kernels_vs_ref("scalar", qt_repack_ref(), QT_Q4_0);
+    const qt_type repacked[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K};
+    for (size_t i = 0; i < sizeof repacked / sizeof repacked[0]; i++) {
+        test_kernels_vs_ref("scalar", qt_repack_ref(), repacked[i]);
 #if defined(__x86_64__)
-    if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2))
-        test_kernels_vs_ref("avx2", &qt_repack_avx2, QT_Q4_0);
-    else
-        printf("SKIP avx2/repack: CPU lacks AVX2/FMA/F16C\n");
+        if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2))
+            test_kernels_vs_ref("avx2", &qt_repack_avx2, repacked[i]);
+        else
+            printf("SKIP avx2/repack_%s: CPU lacks AVX2/FMA/F16C\n", qt_get(repacked[i])->name);
 #endif
-    test_matmul_routing(QT_Q4_0, 24, 1);
-    test_matmul_routing(QT_Q4_0, 20, 0);
-    test_matmul_routing(QT_Q4_0, 3, 0);
-    test_matmul_routing(QT_Q4_1, 24, 0);
-    test_matmul_routing(QT_Q8_0, 16, 0);
+    }
+    const char *fixtures[] = {"repack_q4_0", "repack_q4_k", "repack_q2_k", "tiled_q2_k",
+                              "tiled_q3_k",  "tiled_q4_k",  "tiled_q5_k",  "tiled_q6_k"};
+    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
+
+    /* the decisions of llama.cpp's x86 AVX-512 build, spelled out */
+    TEST_BEGIN("routing_decisions");
+    CHECK(qt_repack_applies(QT_Q4_0, 8) && qt_repack_applies(QT_Q4_K, 16) && qt_repack_applies(QT_Q2_K, 576),
+          "repacked types with rows %% 8 == 0");
+    CHECK(!qt_repack_applies(QT_Q4_K, 12) && !qt_repack_applies(QT_Q6_K, 16) && !qt_repack_applies(QT_Q8_0, 16) &&
+          !qt_repack_applies(QT_Q5_0, 16) && !qt_repack_applies(QT_Q4_K, 0), "not repacked");
+    CHECK(qt_tiled_applies(QT_Q6_K, 16, 8) && !qt_tiled_applies(QT_Q6_K, 16, 7) && qt_tiled_applies(QT_Q4_K, 12, 8) &&
+          !qt_tiled_applies(QT_Q4_K, 16, 64) && qt_tiled_applies(QT_Q3_K, 8, 9) && qt_tiled_applies(QT_Q5_K, 8, 9) &&
+          !qt_tiled_applies(QT_Q8_0, 12, 64) && !qt_tiled_applies(QT_Q4_1, 12, 64), "tiled: K-quants, 8+ columns");
+    TEST_END();
+    test_matmul_routing(QT_Q4_0, 24, 9);
+    test_matmul_routing(QT_Q4_0, 20, 9);
+    test_matmul_routing(QT_Q4_K, 16, 9);
+    test_matmul_routing(QT_Q4_K, 12, 10);
+    test_matmul_routing(QT_Q2_K, 16, 9);
+    test_matmul_routing(QT_Q6_K, 16, 10);
+    test_matmul_routing(QT_Q5_K, 5, 10);
+    test_matmul_routing(QT_Q3_K, 8, 10);
+    test_matmul_routing(QT_Q4_1, 24, 9);
+    test_matmul_routing(QT_Q8_0, 16, 9);
     TEST_EXIT();
 }
