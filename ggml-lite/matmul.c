@@ -56,11 +56,10 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
     /* K-quant weights llama.cpp does not repack, with 8 or more tokens:
      * its tiled kernels' order (quant/tiled.h). */
     if (qt_tiled_applies(w->type, n_out, n_tokens)) {
+        qt_tiled_row_fn row = qt_tiled_row();
         #pragma omp parallel for schedule(static)
         for (int64_t r = 0; r < n_out; r++)
-            for (int t = 0; t < n_tokens; t++)
-                y[(int64_t)t * n_out + r] =
-                    qt_tiled_dot(w->type, (int)n_in, gl_row(w, r), (const uint8_t *)xq + (size_t)t * xq_row);
+            row(w->type, (int)n_in, gl_row(w, r), xq, xq_row, n_tokens, &y[r], (size_t)n_out);
         return 0;
     }
     /* Rows outermost: each weight row is streamed once and reused across

@@ -17,6 +17,7 @@
 #define QLM_QT_TILED_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "types.h"
@@ -31,5 +32,31 @@ bool qt_tiled_applies(qt_type type, int64_t rows, int n_cols);
 /* One output element in the tiled order: x is a weight row of `type`, y
  * its Q8_K activation row, n elements.  The scalar definition. */
 float qt_tiled_dot(qt_type type, int n, const void *x, const void *y);
+
+/* One super-block unpacked: quants q + bias as unsigned bytes in element
+ * order, a scale (and, for types with mins, a min) per 16 elements. */
+typedef struct qt_tiled_block {
+    uint8_t q[256];
+    int16_t sc[16], m[16];
+    int bias;
+    bool has_min;
+    float d, dmin;
+} qt_tiled_block;
+
+/* Unpacks the block at x; returns its size in bytes (0: not a K-quant). */
+size_t qt_tiled_unpack(qt_type type, const void *x, qt_tiled_block *k);
+
+/* out[c * out_stride] = the tiled-order dot of weight row x with activation
+ * row y + c * y_stride, for c < ncols. */
+typedef void (*qt_tiled_row_fn)(qt_type type, int n, const void *x, const void *y, size_t y_stride, int ncols,
+                                float *out, size_t out_stride);
+
+/* The set for this CPU (QLM_ISA caps it): AVX2 or the reference. */
+qt_tiled_row_fn qt_tiled_row(void);
+qt_tiled_row_fn qt_tiled_row_ref(void);
+#if defined(__x86_64__)
+void qt_avx2_tiled_row(qt_type type, int n, const void *x, const void *y, size_t y_stride, int ncols, float *out,
+                       size_t out_stride);
+#endif
 
 #endif

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "blocks.h"
+#include "cpu.h"
 #include "fp16.h"
 #include "repack.h"
 
@@ -13,15 +14,7 @@ bool qt_tiled_applies(qt_type type, int64_t rows, int n_cols)
     return type == QT_Q2_K || type == QT_Q3_K || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
 }
 
-/* The signed quants of one super-block in element order, its per-element
- * scale, and (for types with mins) its per-16 min; returns d and dmin. */
-typedef struct {
-    int q[QT_QK_K];
-    int sc[QT_QK_K / 16];
-    int m[QT_QK_K / 16];
-    bool has_min;
-    float d, dmin;
-} kblock;
+typedef qt_tiled_block kblock;
 
 static void k_scale_min(int j, const uint8_t *q, int *sc, int *m)
 {
@@ -42,6 +35,7 @@ static void unpack_q2_K(const qt_block_q2_K *x, kblock *k)
         k->m[j] = x->scales[j] >> 4;
     }
     k->has_min = true;
+    k->bias = 0;
     k->d = qt_f16_to_f32(x->d);
     k->dmin = qt_f16_to_f32(x->dmin);
 }
@@ -51,7 +45,7 @@ static void unpack_q3_K(const qt_block_q3_K *x, kblock *k)
     for (int e = 0; e < QT_QK_K; e++) {
         const int lo = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
         const int hi = (x->hmask[e % 32] >> (e / 32)) & 1;
-        k->q[e] = lo - (hi ? 0 : 4);
+        k->q[e] = (uint8_t)(lo + (hi ? 4 : 0));
     }
     /* 16 6-bit scales: low nibbles in bytes 0-7, high 2 bits in bytes 8-11 */
     for (int j = 0; j < 16; j++) {
@@ -60,6 +54,7 @@ static void unpack_q3_K(const qt_block_q3_K *x, kblock *k)
         k->sc[j] = (low | high << 4) - 32;
     }
     k->has_min = false;
+    k->bias = 4;
     k->d = qt_f16_to_f32(x->d);
 }
 
@@ -73,6 +68,7 @@ static void unpack_q4_K(const qt_block_q4_K *x, kblock *k)
         k->m[2 * j] = k->m[2 * j + 1] = m;
     }
     k->has_min = true;
+    k->bias = 0;
     k->d = qt_f16_to_f32(x->d);
     k->dmin = qt_f16_to_f32(x->dmin);
 }
@@ -89,6 +85,7 @@ static void unpack_q5_K(const qt_block_q5_K *x, kblock *k)
         k->m[2 * j] = k->m[2 * j + 1] = m;
     }
     k->has_min = true;
+    k->bias = 0;
     k->d = qt_f16_to_f32(x->d);
     k->dmin = qt_f16_to_f32(x->dmin);
 }
@@ -100,15 +97,17 @@ static void unpack_q6_K(const qt_block_q6_K *x, kblock *k)
         const uint8_t ql = x->ql[64 * h + l + 32 * (part & 1)];
         const int low = part < 2 ? ql & 0xf : ql >> 4;
         const int high = (x->qh[32 * h + l] >> (2 * part)) & 3;
-        k->q[e] = (low | high << 4) - 32;
+        k->q[e] = (uint8_t)(low | high << 4);
     }
     for (int j = 0; j < 16; j++) k->sc[j] = x->scales[j];
     k->has_min = false;
+    k->bias = 32;
     k->d = qt_f16_to_f32(x->d);
 }
 
-static size_t unpack(qt_type type, const uint8_t *x, kblock *k)
+size_t qt_tiled_unpack(qt_type type, const void *vx, qt_tiled_block *k)
 {
+    const uint8_t *x = vx;
     switch (type) {
     case QT_Q2_K: unpack_q2_K((const void *)x, k); return sizeof(qt_block_q2_K);
     case QT_Q3_K: unpack_q3_K((const void *)x, k); return sizeof(qt_block_q3_K);
@@ -126,11 +125,11 @@ float qt_tiled_dot(qt_type type, int n, const void *vx, const void *vy)
     float acc = 0.0f;
     for (int b = 0; b < n / QT_QK_K; b++) {
         kblock k;
-        const size_t size = unpack(type, x, &k);
+        const size_t size = qt_tiled_unpack(type, x, &k);
         if (!size) return NAN;
         x += size;
         int32_t isum = 0, imin = 0;
-        for (int e = 0; e < QT_QK_K; e++) isum += k.sc[e / 16] * k.q[e] * (int32_t)y[b].qs[e];
+        for (int e = 0; e < QT_QK_K; e++) isum += k.sc[e / 16] * (k.q[e] - k.bias) * (int32_t)y[b].qs[e];
         float r = (float)isum * k.d;
         if (k.has_min) {
             for (int j = 0; j < QT_QK_K / 16; j++) imin += k.m[j] * (int32_t)y[b].bsums[j];
@@ -139,4 +138,20 @@ float qt_tiled_dot(qt_type type, int n, const void *vx, const void *vy)
         acc = fmaf(r, y[b].d, acc);
     }
     return acc;
+}
+
+static void ref_tiled_row(qt_type type, int n, const void *x, const void *y, size_t y_stride, int ncols, float *out,
+                          size_t out_stride)
+{
+    for (int c = 0; c < ncols; c++) out[c * out_stride] = qt_tiled_dot(type, n, x, (const uint8_t *)y + c * y_stride);
+}
+
+qt_tiled_row_fn qt_tiled_row_ref(void) { return ref_tiled_row; }
+
+qt_tiled_row_fn qt_tiled_row(void)
+{
+#if defined(__x86_64__)
+    if (qt_isa_active() != QT_ISA_SCALAR) return qt_avx2_tiled_row;
+#endif
+    return ref_tiled_row;
 }

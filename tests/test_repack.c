@@ -6,6 +6,8 @@
  *   Q4_K and Q2_K, on random blocks and adversarial ones (zero, max and
  *   subnormal f16 scales, quants and scales at the ends of their ranges,
  *   activation bytes -128 and 127), in buffers that end at the data.
+ * - The tiled order's AVX2 kernel equals its reference likewise, for
+ *   Q2_K..Q6_K.
  * - Fixtures made by llama.cpp itself (tools/llamacpp/gen_repack_fixtures.c:
  *   its repack + gemm/gemv, its tiled MUL_MAT) equal gl_matmul and the
  *   scalar reference bit for bit.
@@ -67,8 +69,8 @@ static uint16_t scale_for(int sc, double sigma) {
 
 /* Where a weight block keeps its f16 d and dmin (-1: none). */
 static void scale_offsets(qt_type type, int *d, int *dmin) {
-    *d = type == QT_Q2_K ? 80 : 0;
-    *dmin = type == QT_Q4_K ? 2 : type == QT_Q2_K ? 82 : -1;
+    *d = type == QT_Q2_K ? 80 : type == QT_Q3_K ? 108 : type == QT_Q6_K ? 208 : 0;
+    *dmin = type == QT_Q4_K || type == QT_Q5_K ? 2 : type == QT_Q2_K ? 82 : -1;
 }
 
 /* nb weight blocks: random or extreme bytes, then the scenario's scales. */
@@ -149,6 +151,31 @@ static void test_kernels_vs_ref(const char *set, const qt_repack_ops *k, qt_type
                 for (int r = 0; r < 8; r++)
                     CHECK(same_bits(ga[c * 9 + r], gb[c * 9 + r]), "gemm nb=%d col %d row %d: ref %a, kernel %a",
                           nb, c, r, ga[c * 9 + r], gb[c * 9 + r]);
+            free(w);
+            free(y);
+        }
+        TEST_END();
+    }
+}
+
+/* The tiled order's kernel for this CPU against its reference. */
+static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_type type) {
+    const qt_tiled_row_fn ref = qt_tiled_row_ref();
+    char name[128];
+    for (int sc = 0; sc < SC_COUNT; sc++) {
+        snprintf(name, sizeof name, "%s/tiled_%s/%s", set, qt_get(type)->name, sc_names[sc]);
+        TEST_BEGIN(name);
+        for (int iter = 0; iter < 12; iter++) {
+            const int nb = 1 + rng_below(5), n = nb * QT_QK_K, ncols = 8 + rng_below(9);
+            const size_t y_stride = qt_row_size(QT_Q8_K, n);
+            uint8_t *w = xmalloc(qt_row_size(type, n)), *y = xmalloc(y_stride * ncols);
+            fill_weights(type, w, nb, sc);
+            for (int c = 0; c < ncols; c++) fill_acts(QT_Q8_K, y + c * y_stride, nb, sc);
+            float a[16], b[16];
+            ref(type, n, w, y, y_stride, ncols, a, 1);
+            k(type, n, w, y, y_stride, ncols, b, 1);
+            for (int c = 0; c < ncols; c++)
+                CHECK(same_bits(a[c], b[c]), "nb=%d col %d: ref %a, kernel %a", nb, c, a[c], b[c]);
             free(w);
             free(y);
         }
@@ -299,6 +326,12 @@ int main(void) {
             test_kernels_vs_ref("avx2", &qt_repack_avx2, repacked[i]);
         else
             printf("SKIP avx2/repack_%s: CPU lacks AVX2/FMA/F16C\n", qt_get(repacked[i])->name);
+#endif
+    }
+    const qt_type kquants[] = {QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+    for (size_t i = 0; i < sizeof kquants / sizeof kquants[0]; i++) {
+#if defined(__x86_64__)
+        if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2)) test_tiled_vs_ref("avx2", qt_avx2_tiled_row, kquants[i]);
 #endif
     }
     const char *fixtures[] = {"repack_q4_0", "repack_q4_k", "repack_q2_k", "tiled_q2_k",
