@@ -95,11 +95,12 @@ Q4_0_MODEL = models/SmolLM2-135M-Instruct.Q4_0.gguf
 $(Q4_0_MODEL): $(DEFAULT_MODEL) qlm
 	./qlm quantize $(DEFAULT_MODEL) $@ q4_0
 
-Q4_K_M_MODEL = models/SmolLM2-135M-Instruct.Q4_K_M.gguf
-$(Q4_K_M_MODEL): $(DEFAULT_MODEL) qlm
-	./qlm quantize $(DEFAULT_MODEL) $@ Q4_K_M
+# K-quant requants: llama.cpp's repacked, tiled and vec_dot orders (quant/repack.h, tiled.h).
+K_MODELS = $(foreach t,Q4_K_M Q5_K_M Q6_K Q2_K,models/SmolLM2-135M-Instruct.$(t).gguf)
+$(K_MODELS): models/SmolLM2-135M-Instruct.%.gguf: $(DEFAULT_MODEL) qlm
+	./qlm quantize $(DEFAULT_MODEL) $@ $*
 
-conformance: qlm $(TEST_BIN) $(DEFAULT_MODEL) $(Q4_0_MODEL) $(Q4_K_M_MODEL)
+conformance: qlm $(TEST_BIN) $(DEFAULT_MODEL) $(Q4_0_MODEL) $(K_MODELS)
 	@QLM_CONFORMANCE=1 sh tests/run.sh $(BUILD)
 
 # The same suite under AddressSanitizer and UBSan, in its own build tree;

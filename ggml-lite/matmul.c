@@ -63,13 +63,15 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
         return 0;
     }
     /* Rows outermost: each weight row is streamed once and reused across
-     * all tokens of the batch while it is in cache. */
+     * all tokens of the batch while it is in cache.  Where llama.cpp's
+     * tinyBLAS order differs from vec_dot's (quant/tiled.h), it is used. */
+    qt_vec_dot_fn tiny = qt_tinyblas_dot(w->type, n_out, n_tokens);
+    qt_vec_dot_fn dot = tiny ? tiny : tr->vec_dot;
     #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n_out; r++) {
         const void *wr = gl_row(w, r);
         for (int t = 0; t < n_tokens; t++)
-            tr->vec_dot((int)n_in, &y[(int64_t)t * n_out + r], wr,
-                        (const uint8_t *)xq + (size_t)t * xq_row);
+            dot((int)n_in, &y[(int64_t)t * n_out + r], wr, (const uint8_t *)xq + (size_t)t * xq_row);
     }
     return 0;
 }

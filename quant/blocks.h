@@ -73,6 +73,15 @@ typedef struct {
 } qt_block_q8_1;
 _Static_assert(sizeof(qt_block_q8_1) == 4 + QT_QK8_1, "q8_1 block size");
 
+/* IQ4_NL: 32 4-bit indices into a fixed non-linear table (qt_iq4nl_values),
+ * low nibbles elements 0-15, high nibbles 16-31. */
+#define QT_QK4_NL 32
+typedef struct {
+    uint16_t d;
+    uint8_t qs[QT_QK4_NL / 2];
+} qt_block_iq4_nl;
+_Static_assert(sizeof(qt_block_iq4_nl) == 18, "iq4_nl block size");
+
 /* K-quants: 256-element super-blocks of 16 or 32 sub-blocks. */
 
 typedef struct {

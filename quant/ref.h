@@ -64,6 +64,14 @@ void qt_vec_dot_q4_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_vec_dot_q5_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
 
+/* IQ4_NL (quant/ref_iq4.c): ggml's quantizer byte for byte, dequantization, and dots with Q8_0 in
+ * llama.cpp's x86 vec_dot order and in its tinyBLAS order (2+ columns). */
+extern const int8_t qt_iq4nl_values[16];
+void qt_to_float_iq4_nl(const void *src, float *dst, int64_t n);
+void qt_from_float_iq4_nl(const float *src, void *dst, int64_t n);
+void qt_vec_dot_iq4_nl_q8_0(int n, float *s, const void *x, const void *y);
+void qt_tinyblas_dot_iq4_nl_q8_0(int n, float *s, const void *x, const void *y);
+
 /* Activation quantizers with llama.cpp's x86 rounding (see ref.c). */
 void qt_quantize_act_q8_0(const float *src, void *dst, int64_t n);
 void qt_quantize_act_q8_1(const float *src, void *dst, int64_t n);

@@ -7,15 +7,16 @@
 #include "blocks.h"
 #include "cpu.h"
 #include "fp16.h"
+#include "ref.h"
 
 bool qt_repack_applies(qt_type type, int64_t rows)
 {
     /* ggml_repack_get_optimal_repack_type on the reference build (x86 with
-     * AVX-512): Q4_0 -> q4_0_8x8, Q4_K -> q4_K_8x8, Q2_K -> q2_K_8x8 (the
-     * last only with AVX-512), all for ne[1] % 8 == 0.  IQ4_NL -> iq4_nl_8x8
-     * too, but qlm has no IQ4_NL kernels, so such models fail to load. */
+     * AVX-512): Q4_0 -> q4_0_8x8, Q4_K -> q4_K_8x8, IQ4_NL -> iq4_nl_8x8,
+     * Q2_K -> q2_K_8x8 (the last only with AVX-512), all for ne[1] % 8 == 0.
+     * (MXFP4 -> mxfp4_8x8 too; qlm does not run MXFP4.) */
     if (rows <= 0 || rows % QT_RP_ROWS) return false;
-    return type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q2_K;
+    return type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q2_K || type == QT_IQ4_NL;
 }
 
 /* ---- Q4_0 x Q8_0: one fma per block ----------------------------------- */
@@ -38,6 +39,22 @@ static float dot_q4_0_lane(int n, const qt_block_q4_0 *x, const qt_block_q8_0 *y
     for (int b = 0; b < n / QT_QK4_0; b++) {
         const float d = qt_f16_to_f32(x[b].d) * qt_f16_to_f32(y[b].d);
         acc = fmaf((float)isum_q4_0(&x[b], &y[b]), d, acc);
+    }
+    return acc;
+}
+
+/* ---- IQ4_NL x Q8_0: Q4_0's order with table values ---------------------- */
+
+static float dot_iq4_nl_lane(int n, const qt_block_iq4_nl *x, const qt_block_q8_0 *y)
+{
+    float acc = 0.0f;
+    for (int b = 0; b < n / QT_QK4_NL; b++) {
+        int32_t s = 0;
+        for (int j = 0; j < QT_QK4_NL / 2; j++) {
+            s += qt_iq4nl_values[x[b].qs[j] & 0xf] * (int32_t)y[b].qs[j];
+            s += qt_iq4nl_values[x[b].qs[j] >> 4] * (int32_t)y[b].qs[j + QT_QK4_NL / 2];
+        }
+        acc = fmaf((float)s, qt_f16_to_f32(x[b].d) * qt_f16_to_f32(y[b].d), acc);
     }
     return acc;
 }
@@ -159,7 +176,18 @@ static void ref_gemv_q2_K(int n, float *s, const void *w, size_t w_stride, const
     for (int r = 0; r < QT_RP_ROWS; r++) s[r] = dot_k_lane(n, &layout_q2_K, ROW(w, r, w_stride), y, false);
 }
 
-/* Q4_0's gemm gives every element gemv's order; the K-quants' do not. */
+static void ref_gemv_iq4_nl(int n, float *s, const void *w, size_t w_stride, const void *y)
+{
+    for (int r = 0; r < QT_RP_ROWS; r++) s[r] = dot_iq4_nl_lane(n, ROW(w, r, w_stride), y);
+}
+
+static void ref_gemm_iq4_nl(int n, float *s, size_t ldo, const void *w, size_t w_stride,
+                            const void *y, size_t y_stride)
+{
+    for (int c = 0; c < QT_RP_COLS; c++) ref_gemv_iq4_nl(n, s + c * ldo, w, w_stride, ROW(y, c, y_stride));
+}
+
+/* Q4_0's and IQ4_NL's gemm give every element gemv's order; the K-quants' do not. */
 static void ref_gemm_q4_0(int n, float *s, size_t ldo, const void *w, size_t w_stride,
                           const void *y, size_t y_stride)
 {
@@ -188,8 +216,10 @@ static void ref_gemm_q2_K(int n, float *s, size_t ldo, const void *w, size_t w_s
 
 static const qt_repack_ops ref_ops = {
     .name = "scalar",
-    .gemv = {[QT_Q4_0] = ref_gemv_q4_0, [QT_Q4_K] = ref_gemv_q4_K, [QT_Q2_K] = ref_gemv_q2_K},
-    .gemm = {[QT_Q4_0] = ref_gemm_q4_0, [QT_Q4_K] = ref_gemm_q4_K, [QT_Q2_K] = ref_gemm_q2_K},
+    .gemv = {[QT_Q4_0] = ref_gemv_q4_0, [QT_Q4_K] = ref_gemv_q4_K, [QT_Q2_K] = ref_gemv_q2_K,
+             [QT_IQ4_NL] = ref_gemv_iq4_nl},
+    .gemm = {[QT_Q4_0] = ref_gemm_q4_0, [QT_Q4_K] = ref_gemm_q4_K, [QT_Q2_K] = ref_gemm_q2_K,
+             [QT_IQ4_NL] = ref_gemm_iq4_nl},
 };
 
 const qt_repack_ops *qt_repack_ref(void) { return &ref_ops; }

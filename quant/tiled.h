@@ -59,4 +59,11 @@ void qt_avx2_tiled_row(qt_type type, int n, const void *x, const void *y, size_t
                        size_t out_stride);
 #endif
 
+/* llama.cpp's tinyBLAS (llamafile_sgemm) takes Q4_0, Q5_0, Q8_0 and IQ4_NL
+ * weights that are not repacked when there are 2 or more columns: 8-lane
+ * fma accumulation per block, then the 8-lane sum.  That equals vec_dot's
+ * order except for IQ4_NL, whose vec_dot splits even and odd blocks: the
+ * per-element dot for that case, or NULL where vec_dot's order holds. */
+qt_vec_dot_fn qt_tinyblas_dot(qt_type type, int64_t rows, int n_cols);
+
 #endif

@@ -6,6 +6,7 @@
 #include "blocks.h"
 #include "cpu.h"
 #include "fp16.h"
+#include "ref.h"
 #include "repack.h"
 
 bool qt_tiled_applies(qt_type type, int64_t rows, int n_cols)
@@ -154,4 +155,10 @@ qt_tiled_row_fn qt_tiled_row(void)
     if (qt_isa_active() != QT_ISA_SCALAR) return qt_avx2_tiled_row;
 #endif
     return ref_tiled_row;
+}
+
+qt_vec_dot_fn qt_tinyblas_dot(qt_type type, int64_t rows, int n_cols)
+{
+    if (type != QT_IQ4_NL || n_cols < 2 || qt_repack_applies(type, rows)) return NULL;
+    return qt_tinyblas_dot_iq4_nl_q8_0;
 }

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include "blocks.h"
+#include "ref.h"
 #include "repack.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -87,6 +88,53 @@ INLINE void q4_0_8rows(int n, float *s, size_t ldo, const void *w, size_t w_stri
     for (int c = 0; c < ncols; c++) _mm256_storeu_ps(s + c * ldo, acc[c]);
 }
 
+/* IQ4_NL: Q4_0's order with table values (-127..113).  The products are
+ * formed in int16 (vpmaddwd), exact for every activation byte. */
+INLINE void iq4_nl_8rows(int n, float *s, size_t ldo, const void *w, size_t w_stride,
+                         const void *y, size_t y_stride, int ncols)
+{
+    const __m128i table = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
+    const qt_block_iq4_nl *xr[8];
+    for (int r = 0; r < 8; r++) xr[r] = (const void *)((const uint8_t *)w + r * w_stride);
+    const qt_block_q8_0 *yc[QT_RP_COLS];
+    for (int c = 0; c < ncols; c++) yc[c] = (const void *)((const uint8_t *)y + c * y_stride);
+    __m256 acc[QT_RP_COLS];
+    for (int c = 0; c < ncols; c++) acc[c] = _mm256_setzero_ps();
+    for (int b = 0; b < n / QT_QK4_NL; b++) {
+        __m256i lo[8], hi[8]; /* values of elements 0-15 and 16-31, as int16 */
+        uint16_t dh[8];
+        for (int r = 0; r < 8; r++) {
+            const __m128i q = _mm_loadu_si128((const __m128i *)xr[r][b].qs);
+            const __m128i m4 = _mm_set1_epi8(0x0f);
+            lo[r] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(table, _mm_and_si128(q, m4)));
+            hi[r] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
+            dh[r] = xr[r][b].d;
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh));
+        for (int c = 0; c < ncols; c++) {
+            const __m256i y0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)yc[c][b].qs));
+            const __m256i y1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(yc[c][b].qs + 16)));
+            __m256i p[8];
+            for (int r = 0; r < 8; r++)
+                p[r] = _mm256_add_epi32(_mm256_madd_epi16(lo[r], y0), _mm256_madd_epi16(hi[r], y1));
+            const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(f16(yc[c][b].d)));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum8x8(p)), d, acc[c]);
+        }
+    }
+    for (int c = 0; c < ncols; c++) _mm256_storeu_ps(s + c * ldo, acc[c]);
+}
+
+static void gemv_iq4_nl(int n, float *s, const void *w, size_t w_stride, const void *y)
+{
+    iq4_nl_8rows(n, s, 0, w, w_stride, y, 0, 1);
+}
+
+static void gemm_iq4_nl(int n, float *s, size_t ldo, const void *w, size_t w_stride,
+                        const void *y, size_t y_stride)
+{
+    iq4_nl_8rows(n, s, ldo, w, w_stride, y, y_stride, QT_RP_COLS);
+}
+
 static void gemv_q4_0(int n, float *s, const void *w, size_t w_stride, const void *y)
 {
     q4_0_8rows(n, s, 0, w, w_stride, y, 0, 1);
@@ -100,8 +148,10 @@ static void gemm_q4_0(int n, float *s, size_t ldo, const void *w, size_t w_strid
 
 const qt_repack_ops qt_repack_avx2 = {
     .name = "avx2",
-    .gemv = {[QT_Q4_0] = gemv_q4_0, [QT_Q4_K] = qt_avx2_rp_gemv_q4_K, [QT_Q2_K] = qt_avx2_rp_gemv_q2_K},
-    .gemm = {[QT_Q4_0] = gemm_q4_0, [QT_Q4_K] = qt_avx2_rp_gemm_q4_K, [QT_Q2_K] = qt_avx2_rp_gemm_q2_K},
+    .gemv = {[QT_Q4_0] = gemv_q4_0, [QT_Q4_K] = qt_avx2_rp_gemv_q4_K, [QT_Q2_K] = qt_avx2_rp_gemv_q2_K,
+             [QT_IQ4_NL] = gemv_iq4_nl},
+    .gemm = {[QT_Q4_0] = gemm_q4_0, [QT_Q4_K] = qt_avx2_rp_gemm_q4_K, [QT_Q2_K] = qt_avx2_rp_gemm_q2_K,
+             [QT_IQ4_NL] = gemm_iq4_nl},
 };
 
 #endif

@@ -22,6 +22,9 @@ static const struct { const char *model, *fixdir, *tag; } suites[] = {
     {"models/SmolLM2-135M-Instruct.Q4_1.gguf", "tests/data/greedy/smollm2-q4_1", "q4_1"},
     {"models/SmolLM2-135M-Instruct.Q4_0.gguf", "tests/data/greedy/smollm2-q4_0", "q4_0"},
     {"models/SmolLM2-135M-Instruct.Q4_K_M.gguf", "tests/data/greedy/smollm2-q4_k_m", "q4_k_m"},
+    {"models/SmolLM2-135M-Instruct.Q5_K_M.gguf", "tests/data/greedy/smollm2-q5_k_m", "q5_k_m"},
+    {"models/SmolLM2-135M-Instruct.Q6_K.gguf", "tests/data/greedy/smollm2-q6_k", "q6_k"},
+    {"models/SmolLM2-135M-Instruct.Q2_K.gguf", "tests/data/greedy/smollm2-q2_k", "q2_k"},
 };
 #define NEAR_TIE 1e-3
 

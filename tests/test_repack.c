@@ -3,7 +3,7 @@
  *
  * - Every ISA set of the repack kernels (gemv: 8 rows x 1 column, gemm:
  *   8 rows x 4 columns) equals the scalar reference bit for bit, for Q4_0,
- *   Q4_K and Q2_K, on random blocks and adversarial ones (zero, max and
+ *   Q4_K, Q2_K and IQ4_NL, on random blocks and adversarial ones (zero, max and
  *   subnormal f16 scales, quants and scales at the ends of their ranges,
  *   activation bytes -128 and 127), in buffers that end at the data.
  * - The tiled order's AVX2 kernel equals its reference likewise, for
@@ -14,7 +14,8 @@
  * - gl_matmul routes: repacked types with rows % 8 == 0 take the repack
  *   order (gemm for the first n - n % 4 tokens, gemv for the rest); K-quants
  *   otherwise take the tiled order from 8 tokens on and vec_dot's below;
- *   other types keep vec_dot. */
+ *   IQ4_NL not repacked takes tinyBLAS's order from 2 tokens on; other
+ *   types keep vec_dot. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -230,6 +231,10 @@ static float reference_out(const fixture *f, const uint8_t *xq, size_t act_row, 
     }
     if (qt_tiled_applies(f->type, f->rows, f->ncols)) return qt_tiled_dot(f->type, f->n, f->w + r * row, xq + c * act_row);
     float s;
+    if (qt_tinyblas_dot(f->type, f->rows, f->ncols)) {
+        qt_tinyblas_dot(f->type, f->rows, f->ncols)(f->n, &s, f->w + r * row, xq + c * act_row);
+        return s;
+    }
     qt_isa_kernels(QT_ISA_SCALAR)->vec_dot[f->type](f->n, &s, f->w + r * row, xq + c * act_row);
     return s;
 }
@@ -266,7 +271,7 @@ static void test_fixture(const char *stem) {
 
 /* ---- routing ------------------------------------------------------------- */
 
-enum { ORDER_VEC_DOT, ORDER_REPACK, ORDER_TILED };
+enum { ORDER_VEC_DOT, ORDER_REPACK, ORDER_TILED, ORDER_TINYBLAS };
 
 /* gl_matmul against the order it should take, computed here from the same
  * quantized activations, for 1..`max_tok` tokens. */
@@ -284,7 +289,8 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
     gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
     for (int ntok = 1; ntok <= max_tok; ntok++) {
         const int order = qt_repack_applies(type, rows) ? ORDER_REPACK
-                        : qt_tiled_applies(type, rows, ntok) ? ORDER_TILED : ORDER_VEC_DOT;
+                        : qt_tiled_applies(type, rows, ntok) ? ORDER_TILED
+                        : qt_tinyblas_dot(type, rows, ntok) ? ORDER_TINYBLAS : ORDER_VEC_DOT;
         float *x = xmalloc(sizeof(float) * n * ntok), *out = xmalloc(sizeof(float) * rows * ntok);
         for (int i = 0; i < n * ntok; i++) x[i] = (float)(rng_normal() * 2.0);
         void *scratch = xmalloc(gl_matmul_scratch(&t, ntok));
@@ -304,6 +310,8 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
                     want = g[r & 7];
                 } else if (order == ORDER_TILED) {
                     want = qt_tiled_dot(type, n, w + (size_t)r * row_bytes, xq + k * act_row);
+                } else if (order == ORDER_TINYBLAS) {
+                    qt_tinyblas_dot(type, rows, ntok)(n, &want, w + (size_t)r * row_bytes, xq + k * act_row);
                 } else {
                     qt_isa_kernels(QT_ISA_SCALAR)->vec_dot[type](n, &want, w + (size_t)r * row_bytes, xq + k * act_row);
                 }
@@ -318,7 +326,7 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
 }
 
 int main(void) {
-    const qt_type repacked[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K};
+    const qt_type repacked[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K, QT_IQ4_NL};
     for (size_t i = 0; i < sizeof repacked / sizeof repacked[0]; i++) {
         test_kernels_vs_ref("scalar", qt_repack_ref(), repacked[i]);
 #if defined(__x86_64__)
@@ -334,7 +342,8 @@ int main(void) {
         if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2)) test_tiled_vs_ref("avx2", qt_avx2_tiled_row, kquants[i]);
 #endif
     }
-    const char *fixtures[] = {"repack_q4_0", "repack_q4_k", "repack_q2_k", "tiled_q2_k",
+    const char *fixtures[] = {"repack_q4_0", "repack_q4_k", "repack_q2_k", "repack_iq4_nl", "tinyblas_iq4_nl",
+                              "tiled_q2_k",
                               "tiled_q3_k",  "tiled_q4_k",  "tiled_q5_k",  "tiled_q6_k"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
 
@@ -344,6 +353,8 @@ int main(void) {
           "repacked types with rows %% 8 == 0");
     CHECK(!qt_repack_applies(QT_Q4_K, 12) && !qt_repack_applies(QT_Q6_K, 16) && !qt_repack_applies(QT_Q8_0, 16) &&
           !qt_repack_applies(QT_Q5_0, 16) && !qt_repack_applies(QT_Q4_K, 0), "not repacked");
+    CHECK(qt_repack_applies(QT_IQ4_NL, 8) && !qt_tinyblas_dot(QT_IQ4_NL, 8, 4) && qt_tinyblas_dot(QT_IQ4_NL, 12, 2) &&
+          !qt_tinyblas_dot(QT_IQ4_NL, 12, 1) && !qt_tinyblas_dot(QT_Q4_0, 12, 4), "tinyBLAS: IQ4_NL, 2+ columns");
     CHECK(qt_tiled_applies(QT_Q6_K, 16, 8) && !qt_tiled_applies(QT_Q6_K, 16, 7) && qt_tiled_applies(QT_Q4_K, 12, 8) &&
           !qt_tiled_applies(QT_Q4_K, 16, 64) && qt_tiled_applies(QT_Q3_K, 8, 9) && qt_tiled_applies(QT_Q5_K, 8, 9) &&
           !qt_tiled_applies(QT_Q8_0, 12, 64) && !qt_tiled_applies(QT_Q4_1, 12, 64), "tiled: K-quants, 8+ columns");
@@ -358,5 +369,7 @@ int main(void) {
     test_matmul_routing(QT_Q3_K, 8, 10);
     test_matmul_routing(QT_Q4_1, 24, 9);
     test_matmul_routing(QT_Q8_0, 16, 9);
+    test_matmul_routing(QT_IQ4_NL, 16, 9);
+    test_matmul_routing(QT_IQ4_NL, 12, 9);
     TEST_EXIT();
 }

@@ -16,8 +16,9 @@
  * (ggml::cpu::repack::repack<block, 8, 8>) and multiplied with its gemm on
  * the first n - n % 4 columns (activations from ggml_quantize_mat_*_4x8)
  * and its gemv on the rest (quantize_row_*), as forward_mul_mat does.
- * Tiled order: a plain ggml MUL_MAT graph with 8+ columns over a weight
- * whose rows are not a multiple of 8 (so nothing repacks it).
+ * Tiled order (K-quants) and tinyBLAS order (IQ4_NL): a plain ggml MUL_MAT
+ * graph with 9 columns over a weight whose rows are not a multiple of 8
+ * (so nothing repacks it).
  *
  * File format (little-endian): "QRPF", int32 version 1, int32 qlm/ggml
  * type id, int32 rows, int32 n (row length), int32 ncols, then the weight
@@ -121,10 +122,10 @@ static int repacked(void *lib, const char *dir, qt_type type, const char *block,
     return rc;
 }
 
-static int tiled(const char *dir, qt_type type)
+static int plain(const char *dir, const char *prefix, qt_type type)
 {
     const qt_traits *tr = qt_get(type);
-    const int rows = 12, n = 512, ncols = 9;
+    const int rows = 12, n = tr->block_size == 256 ? 512 : 256, ncols = 9;
     void *w;
     float *x;
     fill(type, rows, n, ncols, &w, &x);
@@ -139,7 +140,7 @@ static int tiled(const char *dir, qt_type type)
     ggml_build_forward_expand(gf, Y);
     ggml_graph_compute_with_ctx(ctx, gf, 2);
     char name[64];
-    snprintf(name, sizeof name, "tiled_%s", tr->name);
+    snprintf(name, sizeof name, "%s_%s", prefix, tr->name);
     const int rc = write_fixture(dir, name, type, rows, n, ncols, w, x, Y->data);
     ggml_free(ctx);
     free(w), free(x);
@@ -160,6 +161,9 @@ int main(int argc, char **argv)
     rc |= repacked(lib, argv[1], QT_Q2_K, "block_q2_K", "ggml_gemv_q2_K_8x8_q8_K", "ggml_gemm_q2_K_8x8_q8_K",
                    "ggml_quantize_mat_q8_K_4x8", "quantize_row_q8_K");
     const qt_type kq[] = {QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
-    for (size_t i = 0; i < sizeof kq / sizeof kq[0]; i++) rc |= tiled(argv[1], kq[i]);
+    rc |= repacked(lib, argv[1], QT_IQ4_NL, "block_iq4_nl", "ggml_gemv_iq4_nl_8x8_q8_0", "ggml_gemm_iq4_nl_8x8_q8_0",
+                   "ggml_quantize_mat_q8_0_4x8", "quantize_row_q8_0");
+    for (size_t i = 0; i < sizeof kq / sizeof kq[0]; i++) rc |= plain(argv[1], "tiled", kq[i]);
+    rc |= plain(argv[1], "tinyblas", QT_IQ4_NL);
     return rc;
 }
