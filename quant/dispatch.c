@@ -27,6 +27,7 @@ static const qt_kernels scalar_kernels = {
         [QT_Q4_K] = qt_vec_dot_q4_K_q8_K,
         [QT_Q5_K] = qt_vec_dot_q5_K_q8_K,
         [QT_Q6_K] = qt_vec_dot_q6_K_q8_K,
+        [QT_IQ4_NL] = qt_vec_dot_iq4_nl_q8_0,
     },
     .from_float = {
         [QT_Q8_0] = qt_from_float_q8_0,

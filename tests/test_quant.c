@@ -195,7 +195,7 @@ static void test_table(void) {
 
     TEST_BEGIN("table_reference_functions");
     static const qt_type done[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
-                                   QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+                                   QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL};
     for (size_t i = 0; i < sizeof done / sizeof done[0]; i++) {
         const qt_traits *t = qt_get(done[i]);
         CHECK(t && t->to_float && t->from_float && t->vec_dot, "type %d lacks a reference function",
@@ -787,6 +787,42 @@ static void test_roundtrip(qt_type type) {
     TEST_END();
 }
 
+/* IQ4_NL: bytes of ggml's quantize_iq4_nl (libggml-base, no imatrix) for a
+ * fixed input with an all-tiny block and a zero, and its dequantization:
+ * d times the table value of each index. */
+static void test_iq4_nl(void) {
+    static const uint8_t want[72] = {
+        0xd9, 0xa5, 0x9f, 0x4b, 0x17, 0xc2, 0x7e, 0x30, 0xe5, 0xa1, 0x5c, 0x28,
+        0xd3, 0x9e, 0x4b, 0xf6, 0xb2, 0x7d, 0x26, 0xa9, 0xc2, 0x7e, 0x2a, 0xf4,
+        0xb1, 0x56, 0x18, 0xd3, 0x9f, 0x3b, 0xf6, 0xc1, 0x6e, 0x29, 0xe4, 0xa0,
+        0x91, 0x2b, 0x18, 0x5f, 0xb3, 0xf8, 0x2d, 0x74, 0xd4, 0x0a, 0x4e, 0x92,
+        0xe6, 0x1c, 0x6f, 0xb3, 0xf9, 0x3e, 0x21, 0x83, 0x8f, 0x60, 0xb8, 0x36,
+        0xeb, 0x13, 0xfe, 0x81, 0xaf, 0x58, 0xda, 0x25, 0xfd, 0x02, 0x8f, 0x60,
+    };
+    static const int8_t values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    TEST_BEGIN("iq4_nl_ggml_bytes");
+    float x[128], y[128];
+    for (int i = 0; i < 128; i++)
+        x[i] = (float)((i * 37 % 29) - 14) * 0.173f * (float)(1 + i / 32) + (i % 32 == 5 ? 3.5f : 0.f);
+    for (int i = 96; i < 128; i++) x[i] = (i % 2 ? 1e-3f : -1e-3f) * (float)(i % 7);
+    x[64] = 0;
+    uint8_t got[72];
+    const qt_traits *t = qt_get(QT_IQ4_NL);
+    t->from_float(x, got, 128);
+    for (int i = 0; i < 72; i++) CHECK(got[i] == want[i], "byte %d: 0x%02x, ggml 0x%02x", i, got[i], want[i]);
+    t->to_float(want, y, 128);
+    for (int b = 0; b < 4; b++) {
+        uint16_t h;
+        memcpy(&h, want + 18 * b, 2);
+        for (int j = 0; j < 32; j++) {
+            const uint8_t q = want[18 * b + 2 + j % 16];
+            const float e = qt_f16_to_f32(h) * values[j < 16 ? q & 0xf : q >> 4];
+            CHECK(y[32 * b + j] == e, "dequant block %d element %d: %g, want %g", b, j, y[32 * b + j], e);
+        }
+    }
+    TEST_END();
+}
+
 int main(void) {
     test_table();
     test_f16();
@@ -799,6 +835,7 @@ int main(void) {
     test_fixture("q5_0", QT_Q5_0);
     test_fixture("q5_1", QT_Q5_1);
     test_fixture("q8_0", QT_Q8_0);
+    test_iq4_nl();
     test_q8_1();
     test_signed_zero_blocks();
     test_fixture("q2_k", QT_Q2_K);
