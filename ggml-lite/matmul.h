@@ -2,7 +2,9 @@
  *
  * The activations are first quantized to the weight type's paired
  * activation type (Q4_0 weights take Q8_0 activations, ...), then each
- * output element is one integer-heavy vec_dot, as llama.cpp computes it. */
+ * output element is an integer-heavy dot product in the float order
+ * llama.cpp's x86 build uses for that weight and batch size: vec_dot's, or
+ * its repacked (quant/repack.h), tiled or tinyBLAS one (quant/tiled.h). */
 #ifndef QLM_GL_MATMUL_H
 #define QLM_GL_MATMUL_H
 
