@@ -100,8 +100,29 @@ K_MODELS = $(foreach t,Q4_K_M Q5_K_M Q6_K Q2_K,models/SmolLM2-135M-Instruct.$(t)
 $(K_MODELS): models/SmolLM2-135M-Instruct.%.gguf: $(DEFAULT_MODEL) qlm
 	./qlm quantize $(DEFAULT_MODEL) $@ $*
 
-conformance: qlm $(TEST_BIN) $(DEFAULT_MODEL) $(Q4_0_MODEL) $(K_MODELS)
-	@QLM_CONFORMANCE=1 sh tests/run.sh $(BUILD)
+# Models of other families live in a cache outside the repository.
+MODEL_CACHE ?= $(HOME)/.cache/qlm/models
+GEMMA3_MODEL = $(MODEL_CACHE)/gemma-3-270m-q4_k_m.gguf
+DEEPSEEK_VOCAB = $(MODEL_CACHE)/deepseek-r1-distill-qwen-7b.vocab.gguf
+$(GEMMA3_MODEL):
+	sh tools/fetch_model.sh gemma3 $(MODEL_CACHE)
+$(DEEPSEEK_VOCAB):
+	sh tools/fetch_model.sh deepseek-vocab $(MODEL_CACHE)
+# Families without real weights here: random-weight models, same bytes on
+# every machine (the fixtures' headers give their SHA-256).
+SYNTH_MODELS = $(MODEL_CACHE)/synth-qwen2.gguf $(MODEL_CACHE)/synth-mistral.gguf $(MODEL_CACHE)/synth-phi3.gguf
+$(MODEL_CACHE)/synth-qwen2.gguf: qlm
+	@mkdir -p $(MODEL_CACHE)
+	./qlm synth qwen2 tests/data/vocab/ggml-vocab-synth-qwen2.gguf $@
+$(MODEL_CACHE)/synth-mistral.gguf: qlm
+	@mkdir -p $(MODEL_CACHE)
+	./qlm synth mistral tests/data/vocab/ggml-vocab-llama-spm.gguf $@
+$(MODEL_CACHE)/synth-phi3.gguf: qlm
+	@mkdir -p $(MODEL_CACHE)
+	./qlm synth phi3 tests/data/vocab/ggml-vocab-phi-3.gguf $@
+
+conformance: qlm $(TEST_BIN) $(DEFAULT_MODEL) $(Q4_0_MODEL) $(K_MODELS) $(GEMMA3_MODEL) $(DEEPSEEK_VOCAB) $(SYNTH_MODELS)
+	@QLM_CONFORMANCE=1 QLM_MODEL_CACHE=$(MODEL_CACHE) sh tests/run.sh $(BUILD)
 
 # The same suite under AddressSanitizer and UBSan, in its own build tree;
 # the shell tests run the sanitized ./qlm through $QLM.

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "quant/fp16.h"
+
 void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n, float eps)
 {
     for (int t = 0; t < n_tokens; t++) {
@@ -30,8 +32,8 @@ void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int h
             float th = theta;
             if (r->freq_factors) th /= r->freq_factors[i];
             th *= r->freq_scale;
-            cs[i][0] = cosf(th);
-            cs[i][1] = sinf(th);
+            cs[i][0] = cosf(th) * r->mscale;
+            cs[i][1] = sinf(th) * r->mscale;
             theta *= theta_scale;
         }
         for (int h = 0; h < n_head; h++) {
@@ -61,6 +63,44 @@ void gl_swiglu(float *g, const float *u, int64_t n)
         for (int l = 0; l < 16; l++) g[i + l] = g[i + l] / (1.0f + e[l]) * u[i + l];
     }
     for (; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* GELU, tanh approximation, rounded as ggml's CPU build computes it: its
+ * f32 GeGLU looks gelu up in a table indexed by x rounded to fp16, whose
+ * entries are gelu of that half value rounded back to fp16.  The table was
+ * computed by the compiler with the inner polynomial fused (1 + a*x*x as
+ * fma(a*x, x, 1)); with it all 65536 entries match llama.cpp's. */
+static float gelu_ggml(float x)
+{
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float h = qt_f16_to_f32(qt_f32_to_f16(x));
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, a = 0.044715f;
+    const float y = 0.5f * h * (1.0f + tanhf(sqrt_2_over_pi * h * fmaf(a * h, h, 1.0f)));
+    return qt_f16_to_f32(qt_f32_to_f16(y));
+}
+
+void gl_geglu(float *g, const float *u, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) g[i] = gelu_ggml(g[i]) * u[i];
+}
+
+void gl_scale(float *x, float s, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] *= s;
+}
+
+void gl_softcap(float *x, float cap, int64_t n)
+{
+    /* ggml_scale, ggml_tanh, ggml_scale, each rounding to float */
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; i++) x[i] = tanhf(x[i] * inv) * cap;
+}
+
+void gl_add_bias(float *x, const float *b, int n_tokens, int n)
+{
+    for (int t = 0; t < n_tokens; t++)
+        for (int i = 0; i < n; i++) x[(int64_t)t * n + i] += b[i];
 }
 
 void gl_add(float *y, const float *x, int64_t n)

@@ -26,12 +26,26 @@ typedef struct gl_rope {
     float freq_scale;          /* 1/linear scaling factor */
     const float *freq_factors;
     int neox;
+    float mscale;              /* cos and sin multiplied by it (1: plain) */
 } gl_rope;
 void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int head_dim,
                    const gl_rope *r);
 
 /* x[i] = silu(g[i]) * u[i], in place into g. */
 void gl_swiglu(float *g, const float *u, int64_t n);
+
+/* g[i] = gelu(g[i]) * u[i] in place, gelu's tanh approximation rounded
+ * through fp16 exactly as ggml's CPU GeGLU does. */
+void gl_geglu(float *g, const float *u, int64_t n);
+
+/* x[i] *= s */
+void gl_scale(float *x, float s, int64_t n);
+
+/* x[i] = cap * tanh(x[i] / cap): final-logit soft-capping. */
+void gl_softcap(float *x, float cap, int64_t n);
+
+/* x[t][i] += b[i] for n_tokens rows of n. */
+void gl_add_bias(float *x, const float *b, int n_tokens, int n);
 
 /* y[i] += x[i] */
 void gl_add(float *y, const float *x, int64_t n);

@@ -223,10 +223,12 @@ static int apply_chat(const run_opts *o, const qlm_model *m, char **text, size_t
         if (!src) return qlm_fail(err, QLM_ELOAD, "cannot read chat template %s", o->chat_template);
     } else {
         gguf_str t;
-        if (!gguf_get_str(m->gguf, "tokenizer.chat_template", &t))
+        if (gguf_get_str(m->gguf, "tokenizer.chat_template", &t))
+            src_len = t.len, src = gguf_str_dup(t);
+        else if (m->arch->chat_template) /* the family's own turn format */
+            src_len = strlen(m->arch->chat_template), src = strdup(m->arch->chat_template);
+        else
             return qlm_fail(err, QLM_ELOAD, "%s has no chat template (pass --chat-template FILE)", o->model);
-        src = gguf_str_dup(t);
-        src_len = t.len;
         if (!src) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
     }
     qlm_tmpl *tmpl = NULL;

@@ -123,7 +123,10 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
     const int QD = H * D, KD = c->kv.kv_dim;
     int n_kv = (c->kv.n_top + 255) / 256 * 256;
     if (n_kv > c->kv.n_ctx) n_kv = c->kv.n_ctx;
-    const float scale = 1.0f / sqrtf((float)D);
+    /* families that scale Q itself (forward) score with a factor of 1 */
+    const float scale = c->m->arch->scale_q ? 1.0f : hp->attn_scale;
+    /* sliding-window layers see the last `window` positions only */
+    const int window = c->m->layers[layer].swa ? hp->n_swa : 0;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < H; h++) {
@@ -132,7 +135,8 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
             const int kvo = (h / group) * D;
             int last = -1;
             for (int j = 0; j < n_kv; j++) {
-                if (j >= c->kv.n_top || !qlm_kv_visible(&c->kv, j, seq[t], pos[t])) {
+                if (j >= c->kv.n_top || !qlm_kv_visible(&c->kv, j, seq[t], pos[t]) ||
+                    (window && pos[t] - c->kv.pos[j] >= window)) {
                     s[j] = -INFINITY;
                     continue;
                 }
@@ -152,18 +156,25 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
     }
 }
 
+/* One micro-batch through the model.  The family's row (arch.c) switches
+ * the steps that differ: embedding scale, Q/K/V biases, QK-norm, which
+ * tensor the attention scale multiplies, sliding-window layers with their
+ * own RoPE base, sandwich norms, the FFN gate activation, logit capping. */
 static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
 {
     const qlm_model *m = c->m;
+    const qlm_arch *a = m->arch;
     const qlm_hparams *hp = &m->hp;
-    const int E = hp->n_embd, KD = hp->n_head_kv * hp->head_dim,
+    const int E = hp->n_embd, QD = hp->n_head * hp->head_dim, KD = hp->n_head_kv * hp->head_dim,
               F = hp->n_ff;
     const int32_t *tok = b->token + off, *pos = b->pos + off, *seq = b->seq + off;
-    const gl_rope rope = {.n_rot = hp->n_rot, .freq_base = hp->rope_base,
-                          .freq_scale = hp->rope_freq_scale, .freq_factors = m->rope_freqs,
-                          .neox = m->arch->rope_neox};
+
+    /* longrope's factors depend on the context this cache was made for */
+    const float *rope_factors = m->rope_long ? (c->kv.n_ctx > hp->n_ctx_orig ? m->rope_long : m->rope_short)
+                                             : m->rope_freqs;
 
     for (int t = 0; t < T; t++) gl_get_row(&m->tok_embd, tok[t], c->x + (size_t)t * E);
+    if (a->embd_scale) gl_scale(c->x, sqrtf((float)E), (int64_t)T * E);
     int rc = qlm_kv_claim(&c->kv, T, pos, seq, c->cells, err);
     if (rc) return rc;
     int per_seq[QLM_MAX_SEQ] = {0};
@@ -172,26 +183,42 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
 
     for (int l = 0; l < hp->n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
+        const gl_rope rope = {.n_rot = hp->n_rot, .freq_base = L->rope_base,
+                              .freq_scale = L->rope_freq_scale, .freq_factors = rope_factors,
+                              .neox = a->rope_neox, .mscale = hp->rope_mscale};
         /* attention block */
         gl_rmsnorm(c->xn, c->x, L->attn_norm, T, E, hp->norm_eps);
-        gl_matmul(&L->wq, c->xn, c->q, T, c->mm);
-        gl_matmul(&L->wk, c->xn, c->k, T, c->mm);
-        gl_matmul(&L->wv, c->xn, c->v, T, c->mm);
+        gl_matmul(&L->wq, c->xn, c->q, T, c->mm);                  /* [T][QD] */
+        gl_matmul(&L->wk, c->xn, c->k, T, c->mm);                  /* [T][KD] */
+        gl_matmul(&L->wv, c->xn, c->v, T, c->mm);                  /* [T][KD] */
+        if (L->bq) gl_add_bias(c->q, L->bq, T, QD);
+        if (L->bk) gl_add_bias(c->k, L->bk, T, KD);
+        if (L->bv) gl_add_bias(c->v, L->bv, T, KD);
+        if (a->qk_norm) { /* each head's row of head_dim */
+            gl_rmsnorm(c->q, c->q, L->q_norm, T * hp->n_head, hp->head_dim, hp->norm_eps);
+            gl_rmsnorm(c->k, c->k, L->k_norm, T * hp->n_head_kv, hp->head_dim, hp->norm_eps);
+        }
         gl_rope_apply(c->q, pos, T, hp->n_head, hp->head_dim, &rope);
         gl_rope_apply(c->k, pos, T, hp->n_head_kv, hp->head_dim, &rope);
+        if (a->scale_q) gl_scale(c->q, hp->attn_scale, (int64_t)T * QD);
         for (int t = 0; t < T; t++) {
             memcpy(qlm_kv_k(&c->kv, l, c->cells[t]), c->k + (size_t)t * KD, sizeof(float) * KD);
             memcpy(qlm_kv_v(&c->kv, l, c->cells[t]), c->v + (size_t)t * KD, sizeof(float) * KD);
         }
-        attention(c, l, T, pos, seq);
-        gl_matmul(&L->wo, c->att, c->xn, T, c->mm);
+        attention(c, l, T, pos, seq);                               /* [T][QD] */
+        gl_matmul(&L->wo, c->att, c->xn, T, c->mm);                 /* [T][E] */
+        if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->attn_post_norm, T, E, hp->norm_eps);
         gl_add(c->x, c->xn, (int64_t)T * E);
         /* feed-forward block */
         gl_rmsnorm(c->xn, c->x, L->ffn_norm, T, E, hp->norm_eps);
-        gl_matmul(&L->w_gate, c->xn, c->g, T, c->mm);
-        gl_matmul(&L->w_up, c->xn, c->u, T, c->mm);
-        gl_swiglu(c->g, c->u, (int64_t)T * F);
-        gl_matmul(&L->w_down, c->g, c->xn, T, c->mm);
+        gl_matmul(&L->w_gate, c->xn, c->g, T, c->mm);               /* [T][F] */
+        gl_matmul(&L->w_up, c->xn, c->u, T, c->mm);                 /* [T][F] */
+        if (a->act == QLM_ACT_GELU)
+            gl_geglu(c->g, c->u, (int64_t)T * F);
+        else
+            gl_swiglu(c->g, c->u, (int64_t)T * F);
+        gl_matmul(&L->w_down, c->g, c->xn, T, c->mm);               /* [T][E] */
+        if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->ffn_post_norm, T, E, hp->norm_eps);
         gl_add(c->x, c->xn, (int64_t)T * E);
     }
 
@@ -204,7 +231,9 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
             n_out++;
         }
     if (n_out) {
-        gl_matmul(&m->output, c->xn, c->logits + (size_t)c->n_logits * hp->n_vocab, n_out, c->mm);
+        float *lg = c->logits + (size_t)c->n_logits * hp->n_vocab;   /* [n_out][V] */
+        gl_matmul(&m->output, c->xn, lg, n_out, c->mm);
+        if (hp->logit_softcap > 0) gl_softcap(lg, hp->logit_softcap, (int64_t)n_out * hp->n_vocab);
         c->n_logits += n_out;
     }
     return QLM_OK;

@@ -2,6 +2,7 @@
  * found, shape-checked and type-checked before anything runs. */
 #include "model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,50 @@ static int get_f32_vec(const gguf_ctx *g, const char *name, int64_t n, bool requ
     return QLM_OK;
 }
 
+/* Sliding-window attention: the window, which layers use it (an explicit
+ * per-layer bool array, or a period n where every n-th layer is global and
+ * 0 means all, or the family's default), and their RoPE base. */
+static int load_swa(qlm_model *m, const char *arch, qlm_err *err)
+{
+    const gguf_ctx *g = m->gguf;
+    qlm_hparams *hp = &m->hp;
+    int rc;
+    for (int l = 0; l < hp->n_layer; l++) {
+        m->layers[l].swa = false;
+        m->layers[l].rope_base = hp->rope_base;
+        m->layers[l].rope_freq_scale = hp->rope_freq_scale;
+    }
+    hp->n_swa = 0;
+    if (m->arch->swa == QLM_SWA_IGNORED) return QLM_OK;
+    if ((rc = hp_u32(g, arch, "attention.sliding_window", 0, &hp->n_swa, err)) ||
+        (rc = hp_f32(g, arch, "rope.freq_base_swa", m->arch->swa == QLM_SWA_ALL ? hp->rope_base : 10000.0f,
+                     &hp->rope_base_swa, err)))
+        return rc;
+    if (hp->n_swa == 0) return QLM_OK;
+    if (!(hp->rope_base_swa > 0))
+        return qlm_fail(err, QLM_ELOAD, "metadata %s.rope.freq_base_swa must be positive", arch);
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    const gguf_kv *kv = gguf_find(g, key);
+    int period = m->arch->swa == QLM_SWA_PERIOD ? m->arch->swa_period : 0;
+    if (kv && kv->val.type == GGUF_ARRAY) {
+        const gguf_value *arr = gguf_get_arr(g, key, GGUF_BOOL);
+        if (!arr || arr->arr.n != (uint64_t)hp->n_layer)
+            return qlm_fail(err, QLM_ELOAD, "metadata %s: expected %d bools", key, hp->n_layer);
+        for (int l = 0; l < hp->n_layer; l++) m->layers[l].swa = gguf_arr_i64(arr, (uint64_t)l) != 0;
+    } else {
+        if ((rc = hp_u32(g, arch, "attention.sliding_window_pattern", period, &period, err))) return rc;
+        for (int l = 0; l < hp->n_layer; l++) m->layers[l].swa = period == 0 || l % period < period - 1;
+    }
+    for (int l = 0; l < hp->n_layer; l++)
+        if (m->layers[l].swa) {
+            m->layers[l].rope_base = hp->rope_base_swa;
+            /* a family with global layers scales only their RoPE */
+            if (m->arch->swa == QLM_SWA_PERIOD) m->layers[l].rope_freq_scale = 1.0f;
+        }
+    return QLM_OK;
+}
+
 static int load_hparams(qlm_model *m, const char *arch, qlm_err *err)
 {
     const gguf_ctx *g = m->gguf;
@@ -129,12 +174,49 @@ static int load_hparams(qlm_model *m, const char *arch, qlm_err *err)
     float factor = 0.0f;
     if ((rc = hp_f32(g, arch, "rope.scaling.factor", 0.0f, &factor, err))) return rc;
     if (factor == 0.0f && (rc = hp_f32(g, arch, "rope.scale_linear", 0.0f, &factor, err))) return rc;
-    if (has_type && !gguf_str_eq(type, "none") && !gguf_str_eq(type, "linear"))
+    /* longrope (Phi-3): per-dimension factors from tensors, chosen by
+     * context size, and a cos/sin multiplier; no angle scale. */
+    hp->n_ctx_orig = hp->n_ctx_train;
+    hp->rope_mscale = 1.0f;
+    if ((rc = hp_u32(g, arch, "rope.scaling.original_context_length", hp->n_ctx_train, &hp->n_ctx_orig, err)) ||
+        (rc = hp_f32(g, arch, "rope.scaling.attn_factor", 1.0f, &hp->rope_mscale, err)))
+        return rc;
+    if (!(hp->rope_mscale > 0))
+        return qlm_fail(err, QLM_ELOAD, "metadata %s.rope.scaling.attn_factor must be positive", arch);
+    if (has_type && gguf_str_eq(type, "longrope")) factor = 0.0f;
+    else if (has_type && !gguf_str_eq(type, "none") && !gguf_str_eq(type, "linear"))
         return qlm_fail(err, QLM_ELOAD, "metadata %s: RoPE scaling '%.*s' is not supported yet", key,
                         (int)(type.len > 32 ? 32 : type.len), type.ptr);
     if ((!has_type || gguf_str_eq(type, "linear")) && factor > 0.0f && factor != 1.0f)
         hp->rope_freq_scale = 1.0f / factor;
+
+    /* Attention scale 1/sqrt(head size); Gemma 3 uses its
+     * query_pre_attn_scalar, the head size except for the 27B model (62
+     * layers), where it is n_embd / n_head, as llama.cpp decides it.  The
+     * final logit cap is read by the families whose llama.cpp reads it. */
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    if (!strcmp(m->arch->name, "gemma3") && hp->n_layer == 62)
+        hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+    hp->logit_softcap = 0.0f;
+    if (m->arch->logit_cap && (rc = hp_f32(g, arch, "final_logit_softcapping", 0.0f, &hp->logit_softcap, err)))
+        return rc;
+    if (!(hp->logit_softcap >= 0))
+        return qlm_fail(err, QLM_ELOAD, "metadata %s.final_logit_softcapping must be positive", arch);
+    char cap_key[128];
+    snprintf(cap_key, sizeof cap_key, "%s.attn_logit_softcapping", arch);
+    if (gguf_find(g, cap_key))
+        return qlm_fail(err, QLM_ELOAD, "metadata %s: attention logit soft-capping is not supported "
+                        "yet", cap_key);
     return QLM_OK;
+}
+
+/* Rows [r0, r0 + n) of a 2-D tensor, as a tensor of its own. */
+static gl_tensor row_range(const gl_tensor *t, int64_t r0, int64_t n)
+{
+    gl_tensor v = *t;
+    v.ne[1] = n;
+    v.data = (const uint8_t *)t->data + (size_t)r0 * t->row_bytes;
+    return v;
 }
 
 static int load_tensors(qlm_model *m, qlm_err *err)
@@ -153,8 +235,12 @@ static int load_tensors(qlm_model *m, qlm_err *err)
     if ((rc = get_tensor(g, "token_embd.weight", E, hp->n_vocab, true, false, &m->tok_embd, err)) ||
         (rc = get_tensor(g, "output.weight", E, hp->n_vocab, false, true, &m->output, err)) ||
         (rc = get_f32_vec(g, "output_norm.weight", E, true, &m->output_norm, err)) ||
-        (rc = get_f32_vec(g, "rope_freqs.weight", hp->n_rot / 2, false, &m->rope_freqs, err)))
+        (rc = get_f32_vec(g, "rope_freqs.weight", hp->n_rot / 2, false, &m->rope_freqs, err)) ||
+        (rc = get_f32_vec(g, "rope_factors_long.weight", hp->n_rot / 2, false, &m->rope_long, err)) ||
+        (rc = get_f32_vec(g, "rope_factors_short.weight", hp->n_rot / 2, false, &m->rope_short, err)))
         return rc;
+    if (!m->rope_long != !m->rope_short)
+        return qlm_fail(err, QLM_ELOAD, "tensors rope_factors_long/short: one is missing");
     if (!m->output.data) { /* tied embeddings */
         const qt_traits *tr = qt_get(m->tok_embd.type);
         if (!tr->vec_dot)
@@ -172,14 +258,49 @@ static int load_tensors(qlm_model *m, qlm_err *err)
      get_tensor(g, n, ne0, ne1, true, true, &L->field, err))
 #define V(field, suffix) \
     (snprintf(n, sizeof n, "blk.%d.%s.weight", l, suffix), get_f32_vec(g, n, E, true, &L->field, err))
+#define W(field, suffix, len, required) \
+    (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), get_f32_vec(g, n, len, required, &L->field, err))
         if ((rc = V(attn_norm, "attn_norm")) || (rc = V(ffn_norm, "ffn_norm")) ||
-            (rc = T(wq, "attn_q", E, QD)) || (rc = T(wk, "attn_k", E, KD)) ||
-            (rc = T(wv, "attn_v", E, KD)) || (rc = T(wo, "attn_output", QD, E)) ||
-            (rc = T(w_gate, "ffn_gate", E, F)) || (rc = T(w_up, "ffn_up", E, F)) ||
-            (rc = T(w_down, "ffn_down", F, E)))
+            (rc = T(wo, "attn_output", QD, E)) || (rc = T(w_down, "ffn_down", F, E)))
+            return rc;
+        /* Q, K and V as three tensors or one fused attn_qkv; gate and up
+         * as two, or (phi3) one ffn_up of 2 * n_ff rows, gate first.  The
+         * fused ones are used as row ranges, so each output row is the
+         * same dot product either way. */
+        snprintf(n, sizeof n, "blk.%d.attn_qkv.weight", l);
+        if (gguf_find_tensor(g, n)) {
+            gl_tensor qkv;
+            if ((rc = get_tensor(g, n, E, QD + 2 * KD, true, true, &qkv, err))) return rc;
+            L->wq = row_range(&qkv, 0, QD);
+            L->wk = row_range(&qkv, QD, KD);
+            L->wv = row_range(&qkv, QD + KD, KD);
+            snprintf(n, sizeof n, "blk.%d.attn_qkv.bias", l);
+            if (gguf_find_tensor(g, n))
+                return qlm_fail(err, QLM_ELOAD, "tensor '%s': a fused Q/K/V bias is not supported yet", n);
+        } else if ((rc = T(wq, "attn_q", E, QD)) || (rc = T(wk, "attn_k", E, KD)) ||
+                   (rc = T(wv, "attn_v", E, KD)))
+            return rc;
+        if (m->arch->fused_up) {
+            gl_tensor up;
+            if ((rc = T(w_up, "ffn_up", E, 2 * F))) return rc;
+            up = L->w_up;
+            L->w_gate = row_range(&up, 0, F);
+            L->w_up = row_range(&up, F, F);
+        } else if ((rc = T(w_gate, "ffn_gate", E, F)) || (rc = T(w_up, "ffn_up", E, F)))
+            return rc;
+        /* The family's extra tensors are required; biases are also read
+         * where present in other families, as llama.cpp does. */
+        const qlm_arch *a = m->arch;
+        if ((rc = W(q_norm, "attn_q_norm.weight", hp->head_dim, a->qk_norm)) ||
+            (rc = W(k_norm, "attn_k_norm.weight", hp->head_dim, a->qk_norm)) ||
+            (rc = W(attn_post_norm, "post_attention_norm.weight", E, a->post_norms)) ||
+            (rc = W(ffn_post_norm, "post_ffw_norm.weight", E, a->post_norms)) ||
+            (rc = W(bq, "attn_q.bias", QD, a->qkv_bias)) || (rc = W(bk, "attn_k.bias", KD, a->qkv_bias)) ||
+            (rc = W(bv, "attn_v.bias", KD, a->qkv_bias)))
             return rc;
 #undef T
 #undef V
+#undef W
     }
     return QLM_OK;
 }
@@ -212,6 +333,7 @@ int qlm_model_load_mode(qlm_model **out, const char *path, gguf_load_mode mode, 
     gguf_str name;
     m->name = gguf_get_str(m->gguf, "general.name", &name) ? gguf_str_dup(name) : strdup(path);
     if ((rc = load_hparams(m, arch_name, err)) || (rc = load_tensors(m, err)) ||
+        (rc = load_swa(m, arch_name, err)) ||
         (rc = qlm_vocab_load(&m->vocab, m->gguf, err)))
         goto fail;
     if (qlm_vocab_size(m->vocab) > m->hp.n_vocab) {

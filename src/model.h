@@ -15,9 +15,31 @@
 #include "tokenizer.h"
 #include "ggml-lite/tensor.h"
 
+typedef enum qlm_ffn_act { QLM_ACT_SILU, QLM_ACT_GELU } qlm_ffn_act;
+
+/* What "<arch>.attention.sliding_window" means for a family. */
+typedef enum qlm_swa_kind {
+    QLM_SWA_IGNORED, /* llama.cpp ignores the key for this family; so does qlm */
+    QLM_SWA_ALL,     /* every layer windowed (Mistral) unless a pattern is given */
+    QLM_SWA_PERIOD,  /* every swa_period-th layer global (Gemma 3: 6) */
+} qlm_swa_kind;
+
+/* What a family does differently from llama; forward() switches on these. */
 typedef struct qlm_arch {
-    const char *name;  /* general.architecture */
-    bool rope_neox;    /* rotate (i, i+n/2) pairs instead of (2i, 2i+1) */
+    const char *name;   /* general.architecture */
+    bool rope_neox;     /* rotate (i, i+n/2) pairs instead of (2i, 2i+1) */
+    bool qkv_bias;      /* Q, K and V projections carry biases (qwen2) */
+    bool qk_norm;       /* RMSNorm over each head of Q and K before RoPE */
+    bool post_norms;    /* RMSNorm on the attention and FFN outputs before
+                           their residual adds (gemma's sandwich norms) */
+    bool embd_scale;    /* embeddings multiplied by sqrt(n_embd) */
+    bool scale_q;       /* attention scale applied to Q, not to the scores */
+    bool logit_cap;     /* honours "<arch>.final_logit_softcapping" */
+    qlm_ffn_act act;    /* gate activation of the gated FFN */
+    bool fused_up;      /* gate and up in one ffn_up of 2 * n_ff rows (phi3) */
+    qlm_swa_kind swa;   /* how a sliding window applies (model.c) */
+    int swa_period;     /* QLM_SWA_PERIOD's default period */
+    const char *chat_template; /* Jinja used when the GGUF carries none */
 } qlm_arch;
 
 /* The architecture row for name, or NULL. */
@@ -30,11 +52,22 @@ typedef struct qlm_hparams {
     int head_dim;   /* per-head width of Q and K (and V) */
     int n_rot;      /* dims rotated by RoPE per head */
     float rope_base, rope_freq_scale, norm_eps;
+    int n_swa;             /* sliding window in positions; 0: none */
+    float rope_base_swa;   /* RoPE base of the sliding-window layers */
+    float attn_scale;      /* softmax scale of q.k (1/sqrt(head_dim) by default) */
+    float logit_softcap;   /* logits = cap * tanh(logits / cap); 0: off */
+    int n_ctx_orig;        /* context the RoPE factors switch at (longrope) */
+    float rope_mscale;     /* cos/sin multiplier: longrope's attention factor */
 } qlm_hparams;
 
 typedef struct qlm_layer {
     const float *attn_norm, *ffn_norm;                /* [n_embd] */
+    const float *q_norm, *k_norm;                     /* [head_dim] or NULL */
+    const float *attn_post_norm, *ffn_post_norm;      /* [n_embd] or NULL */
+    const float *bq, *bk, *bv;                        /* [QD], [KD], [KD] or NULL */
     gl_tensor wq, wk, wv, wo, w_gate, w_up, w_down;
+    bool swa;            /* attends to the last n_swa positions only */
+    float rope_base, rope_freq_scale;                 /* this layer's RoPE */
 } qlm_layer;
 
 typedef struct qlm_model {
@@ -47,6 +80,8 @@ typedef struct qlm_model {
     gl_tensor output;         /* [n_vocab][n_embd], tok_embd when tied */
     const float *output_norm; /* [n_embd] */
     const float *rope_freqs;  /* [n_rot/2] or NULL */
+    const float *rope_long, *rope_short; /* [n_rot/2] longrope factors or NULL:
+                                            long when n_ctx > n_ctx_orig */
     qlm_layer *layers;        /* [n_layer] */
 } qlm_model;
 

@@ -15,16 +15,28 @@
 
 #define PROMPTDIR "tests/data/prompts"
 
-/* Each model with its llama.cpp fixtures.  The Q4_0 file is made from the
- * default model by `qlm quantize` (byte-identical tensors to llama-quantize,
- * which made the fixtures) and exercises llama.cpp's repacked Q4_0 order. */
-static const struct { const char *model, *fixdir, *tag; } suites[] = {
-    {"models/SmolLM2-135M-Instruct.Q4_1.gguf", "tests/data/greedy/smollm2-q4_1", "q4_1"},
-    {"models/SmolLM2-135M-Instruct.Q4_0.gguf", "tests/data/greedy/smollm2-q4_0", "q4_0"},
-    {"models/SmolLM2-135M-Instruct.Q4_K_M.gguf", "tests/data/greedy/smollm2-q4_k_m", "q4_k_m"},
-    {"models/SmolLM2-135M-Instruct.Q5_K_M.gguf", "tests/data/greedy/smollm2-q5_k_m", "q5_k_m"},
-    {"models/SmolLM2-135M-Instruct.Q6_K.gguf", "tests/data/greedy/smollm2-q6_k", "q6_k"},
-    {"models/SmolLM2-135M-Instruct.Q2_K.gguf", "tests/data/greedy/smollm2-q2_k", "q2_k"},
+/* Each model with its llama.cpp fixtures, all made with llama.cpp's
+ * default CPU configuration (tools/ref_greedy.py): weight repacking and
+ * the tiled K-quant matmul on.  The Q4_0 and K-quant SmolLM2 files are made
+ * from the default model by `qlm quantize` (byte-identical tensors to
+ * llama-quantize, which made the fixtures) and exercise llama.cpp's
+ * repacked, tiled and vec_dot orders (quant/repack.h, quant/tiled.h).
+ * Models of other families are in $QLM_MODEL_CACHE (cache = 1), fetched
+ * or generated there by `make conformance`. */
+static const struct { const char *model, *fixdir, *tag; int cache, n_fix, n_predict; } suites[] = {
+    {"models/SmolLM2-135M-Instruct.Q4_1.gguf", "tests/data/greedy/smollm2-q4_1", "q4_1", 0, 8, 64},
+    {"models/SmolLM2-135M-Instruct.Q4_0.gguf", "tests/data/greedy/smollm2-q4_0", "q4_0", 0, 8, 64},
+    {"models/SmolLM2-135M-Instruct.Q4_K_M.gguf", "tests/data/greedy/smollm2-q4_k_m", "q4_k_m", 0, 8, 64},
+    {"models/SmolLM2-135M-Instruct.Q5_K_M.gguf", "tests/data/greedy/smollm2-q5_k_m", "q5_k_m", 0, 8, 64},
+    {"models/SmolLM2-135M-Instruct.Q6_K.gguf", "tests/data/greedy/smollm2-q6_k", "q6_k", 0, 8, 64},
+    {"models/SmolLM2-135M-Instruct.Q2_K.gguf", "tests/data/greedy/smollm2-q2_k", "q2_k", 0, 8, 64},
+    {"gemma-3-270m-q4_k_m.gguf", "tests/data/greedy/gemma3-q4_k_m", "gemma3", 1, 8, 64},
+    /* Random-weight models of families with no real weights available,
+     * written by `qlm synth` with a committed vocabulary (make conformance
+     * regenerates them; the same bytes on every machine). */
+    {"synth-qwen2.gguf", "tests/data/greedy/synth-qwen2", "synth_qwen2", 1, 4, 32},
+    {"synth-mistral.gguf", "tests/data/greedy/synth-mistral", "synth_mistral", 1, 4, 32},
+    {"synth-phi3.gguf", "tests/data/greedy/synth-phi3", "synth_phi3", 1, 4, 32},
 };
 #define NEAR_TIE 1e-3
 
@@ -104,7 +116,7 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void run_suite(const char *MODEL, const char *FIXDIR, const char *tag)
+static void run_suite(const char *MODEL, const char *FIXDIR, const char *tag, int n_fix, int n_predict)
 {
     qlm_err err = {0};
     qlm_model *m = NULL;
@@ -125,7 +137,7 @@ static void run_suite(const char *MODEL, const char *FIXDIR, const char *tag)
     qsort(names, (size_t)n_names, sizeof *names, cmp_names);
     snprintf(lname, sizeof lname, "greedy_%s_fixtures_present", tag);
     TEST_BEGIN(lname);
-    CHECK(n_names >= 8, "found %d fixtures in %s", n_names, FIXDIR);
+    CHECK(n_names >= n_fix, "found %d fixtures in %s, want %d", n_names, FIXDIR, n_fix);
     TEST_END();
 
     for (int i = 0; i < n_names; i++) {
@@ -157,7 +169,7 @@ static void run_suite(const char *MODEL, const char *FIXDIR, const char *tag)
             collect got = {0};
             qlm_gen_stats st;
             CHECK(qlm_ctx_new(&c, m, &cp, &err) == 0, "%s", err.msg);
-            if (c && qlm_generate(c, m, f.prompt.v, f.prompt.n, 64, s, on_tok, &got, &st, &err) == 0) {
+            if (c && qlm_generate(c, m, f.prompt.v, f.prompt.n, n_predict, s, on_tok, &got, &st, &err) == 0) {
                 /* fixtures end with the end-of-generation id when it stopped there */
                 if (st.stop == QLM_STOP_EOG && got.n < 512) got.v[got.n++] = -2;
                 if (got.n && got.v[got.n - 1] == -2 && f.gen.n && qlm_vocab_is_eog(m->vocab, f.gen.v[f.gen.n - 1]))
@@ -188,11 +200,83 @@ static void run_suite(const char *MODEL, const char *FIXDIR, const char *tag)
     qlm_model_free(m);
 }
 
+/* Tokenizer conformance on a model's vocabulary (a vocab-only GGUF is
+ * enough): tests/data/tokenizer/STEM.inp holds the texts, STEM.out
+ * llama.cpp's ids with add_special and parse_special on
+ * (tools/ref_tokens.py). */
+static void run_tokenizer(const char *path, const char *stem)
+{
+    char name[128], fp[256];
+    snprintf(name, sizeof name, "tokenize_%s", stem);
+    TEST_BEGIN(name);
+    qlm_err err = {0};
+    gguf_ctx *g = NULL;
+    qlm_vocab *v = NULL;
+    CHECK(gguf_open(&g, path, &err) == 0 && qlm_vocab_load(&v, g, &err) == 0, "%s", err.msg);
+    size_t ni = 0, no = 0;
+    snprintf(fp, sizeof fp, "tests/data/tokenizer/%s.inp", stem);
+    char *inp = read_file(fp, &ni);
+    snprintf(fp, sizeof fp, "tests/data/tokenizer/%s.out", stem);
+    char *out = read_file(fp, &no);
+    CHECK(inp && out, "missing fixtures for %s", stem);
+    if (v && inp && out) {
+        inp[ni] = 0;
+        out[no] = 0;
+        static const char sep[] = "\n__ggml_vocab_test__\n";
+        char *t = inp, *line = out;
+        int n_cases = 0;
+        for (char *e; (e = strstr(t, sep)); t = e + strlen(sep), n_cases++) {
+            char *nl = strchr(line, '\n');
+            CHECK(nl != NULL, "%s.out has fewer lines than inputs", stem);
+            if (!nl) break;
+            *nl = 0;
+            ids want = {malloc(sizeof(int32_t) * (strlen(line) / 2 + 1)), 0};
+            for (char *p = line, *q;; p = q) {
+                long x = strtol(p, &q, 10);
+                if (q == p) break;
+                want.v[want.n++] = (int32_t)x;
+            }
+            int32_t *toks = NULL;
+            size_t nt = 0;
+            CHECK(qlm_tokenize(v, t, (size_t)(e - t), true, true, &toks, &nt, &err) == 0,
+                  "case %d: %s", n_cases, err.msg);
+            int same = (int)nt == want.n;
+            for (int j = 0; same && j < want.n; j++) same = toks[j] == want.v[j];
+            CHECK(same, "case %d (%.30s...): %zu ids, llama.cpp %d", n_cases, t, nt, want.n);
+            free(toks);
+            free(want.v);
+            line = nl + 1;
+        }
+        CHECK(n_cases >= 10, "only %d cases", n_cases);
+    }
+    free(inp);
+    free(out);
+    if (v) qlm_vocab_free(v);
+    if (g) gguf_close(g);
+    TEST_END();
+}
+
 int main(void)
 {
     const char *on = getenv("QLM_CONFORMANCE");
     if (!on || strcmp(on, "1")) return 0; /* fast suite: nothing to do */
-    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
-        run_suite(suites[i].model, suites[i].fixdir, suites[i].tag);
+    const char *cache = getenv("QLM_MODEL_CACHE");
+    const char *only = getenv("QLM_GREEDY_ONLY"); /* e.g. "gemma3": suites whose tag has it */
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s%s%s", suites[i].cache ? (cache ? cache : "models") : "",
+                 suites[i].cache ? "/" : "", suites[i].model);
+        if (!only || strstr(suites[i].tag, only))
+            run_suite(path, suites[i].fixdir, suites[i].tag, suites[i].n_fix, suites[i].n_predict);
+    }
+    /* DeepSeek-R1-Distill-Qwen-7B's weights are not available (see
+     * tools/fetch_model.sh deepseek-vocab): its tokenizer is checked alone. */
+    const char *vocabs[][2] = {{"gemma-3-270m-q4_k_m.gguf", "gemma3"},
+                               {"deepseek-r1-distill-qwen-7b.vocab.gguf", "deepseek-r1-qwen"}};
+    for (size_t i = 0; i < sizeof vocabs / sizeof vocabs[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", cache ? cache : "models", vocabs[i][0]);
+        if (!only || strstr(vocabs[i][1], only)) run_tokenizer(path, vocabs[i][1]);
+    }
     TEST_EXIT();
 }

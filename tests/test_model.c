@@ -39,31 +39,50 @@ static void rmsnorm(const double *x, const float *w, int n, double eps, double *
     for (int i = 0; i < n; i++) out[i] = x[i] * sc * w[i];
 }
 
-static void rope(double *v, int n_head, int hd, int pos, double base)
+static void rope(double *v, int n_head, int hd, int pos, double base, bool neox, const float *ff,
+                 double mscale)
 {
     for (int h = 0; h < n_head; h++)
         for (int i = 0; i < hd / 2; i++) {
-            const double th = pos * pow(base, -2.0 * i / hd);
-            double *p = v + h * hd + 2 * i;
-            const double a = p[0], b = p[1];
-            p[0] = a * cos(th) - b * sin(th);
-            p[1] = a * sin(th) + b * cos(th);
+            const double th = pos * pow(base, -2.0 * i / hd) / (ff ? ff[i] : 1.0);
+            double *p = v + h * hd + (neox ? i : 2 * i), *p1 = neox ? p + hd / 2 : p + 1;
+            const double a = p[0], b = p1[0];
+            p[0] = (a * cos(th) - b * sin(th)) * mscale;
+            p1[0] = (a * sin(th) + b * cos(th)) * mscale;
         }
 }
 
-/* Logits [n][V] for every position of toks, from scratch. */
-static double *reference(const qlm_model *m, const int32_t *toks, int n)
+static void add_bias(double *x, const float *b, int n)
+{
+    for (int i = 0; b && i < n; i++) x[i] += b[i];
+}
+
+/* Logits [n][V] for every position of toks, from scratch, written from the
+ * families' math (cfg says which: llama, qwen2's biases and NEOX RoPE,
+ * gemma3's scaled embeddings, QK-norm, sliding window, sandwich norms,
+ * GeGLU and logit cap), independent of the table in src/arch.c. */
+static double *reference(const qlm_model *m, const tiny_cfg *cfg, const int32_t *toks, int n)
 {
     const qlm_hparams *hp = &m->hp;
     const int E = hp->n_embd, H = hp->n_head, HK = hp->n_head_kv, D = hp->head_dim, F = hp->n_ff,
               V = hp->n_vocab, QD = H * D, KD = HK * D;
+    const char *arch = cfg->arch ? cfg->arch : "llama";
+    const bool gemma = !strcmp(arch, "gemma3"), phi3 = !strcmp(arch, "phi3"),
+               neox = gemma || phi3 || !strcmp(arch, "qwen2");
+    /* longrope: the long factors when the context (128 cells, run_tokens)
+     * is past the original one */
+    const float *ff = cfg->n_ctx_orig ? (128 > cfg->n_ctx_orig ? m->rope_long : m->rope_short) : NULL;
+    const double mscale = cfg->n_ctx_orig ? cfg->attn_factor : 1.0;
     double *emb = dequant(&m->tok_embd), *outw = dequant(&m->output);
     double *x = calloc((size_t)n * E, sizeof(double)), *K = calloc((size_t)hp->n_layer * n * KD, sizeof(double)),
            *Vc = calloc((size_t)hp->n_layer * n * KD, sizeof(double)), *logits = calloc((size_t)n * V, sizeof(double));
     double xn[1024], q[1024], att[1024], o[1024], g[1024], u[1024], sc[1024];
-    for (int t = 0; t < n; t++) memcpy(x + t * E, emb + (int64_t)toks[t] * E, sizeof(double) * E);
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < E; i++) x[t * E + i] = emb[(int64_t)toks[t] * E + i] * (gemma ? sqrt(E) : 1.0);
     for (int l = 0; l < hp->n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
+        const bool swa = cfg->n_swa && (cfg->swa_pattern == 0 || l % cfg->swa_pattern < cfg->swa_pattern - 1);
+        const double base = swa ? cfg->rope_base_swa : cfg->rope_base;
         double *wq = dequant(&L->wq), *wk = dequant(&L->wk), *wv = dequant(&L->wv), *wo = dequant(&L->wo),
                *wg = dequant(&L->w_gate), *wu = dequant(&L->w_up), *wd = dequant(&L->w_down);
         double *Kl = K + (size_t)l * n * KD, *Vl = Vc + (size_t)l * n * KD;
@@ -71,35 +90,47 @@ static double *reference(const qlm_model *m, const int32_t *toks, int n)
             rmsnorm(x + t * E, L->attn_norm, E, hp->norm_eps, xn);
             mv(wk, E, KD, xn, Kl + t * KD);
             mv(wv, E, KD, xn, Vl + t * KD);
-            rope(Kl + t * KD, HK, D, t, hp->rope_base);
+            add_bias(Kl + t * KD, L->bk, KD);
+            add_bias(Vl + t * KD, L->bv, KD);
+            if (gemma)
+                for (int h = 0; h < HK; h++) rmsnorm(Kl + t * KD + h * D, L->k_norm, D, hp->norm_eps, Kl + t * KD + h * D);
+            rope(Kl + t * KD, HK, D, t, base, neox, ff, mscale);
         }
         for (int t = 0; t < n; t++) {
             rmsnorm(x + t * E, L->attn_norm, E, hp->norm_eps, xn);
             mv(wq, E, QD, xn, q);
-            rope(q, H, D, t, hp->rope_base);
+            add_bias(q, L->bq, QD);
+            if (gemma)
+                for (int h = 0; h < H; h++) rmsnorm(q + h * D, L->q_norm, D, hp->norm_eps, q + h * D);
+            rope(q, H, D, t, base, neox, ff, mscale);
+            const int j0 = swa && t - cfg->n_swa + 1 > 0 ? t - cfg->n_swa + 1 : 0;
             for (int h = 0; h < H; h++) {
                 const int kh = h / (H / HK);
                 double mx = -1e300, sum = 0;
-                for (int j = 0; j <= t; j++) {
+                for (int j = j0; j <= t; j++) {
                     double s = 0;
                     for (int d = 0; d < D; d++) s += q[h * D + d] * Kl[j * KD + kh * D + d];
                     sc[j] = s / sqrt(D);
                     if (sc[j] > mx) mx = sc[j];
                 }
-                for (int j = 0; j <= t; j++) sum += sc[j] = exp(sc[j] - mx);
+                for (int j = j0; j <= t; j++) sum += sc[j] = exp(sc[j] - mx);
                 for (int d = 0; d < D; d++) {
                     double a = 0;
-                    for (int j = 0; j <= t; j++) a += sc[j] / sum * Vl[j * KD + kh * D + d];
+                    for (int j = j0; j <= t; j++) a += sc[j] / sum * Vl[j * KD + kh * D + d];
                     att[h * D + d] = a;
                 }
             }
             mv(wo, QD, E, att, o);
+            if (gemma) rmsnorm(o, L->attn_post_norm, E, hp->norm_eps, o);
             for (int i = 0; i < E; i++) x[t * E + i] += o[i];
             rmsnorm(x + t * E, L->ffn_norm, E, hp->norm_eps, xn);
             mv(wg, E, F, xn, g);
             mv(wu, E, F, xn, u);
-            for (int i = 0; i < F; i++) g[i] = g[i] / (1 + exp(-g[i])) * u[i];
+            for (int i = 0; i < F; i++)
+                g[i] = gemma ? 0.5 * g[i] * (1 + tanh(sqrt(2 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i]))) * u[i]
+                             : g[i] / (1 + exp(-g[i])) * u[i];
             mv(wd, F, E, g, o);
+            if (gemma) rmsnorm(o, L->ffn_post_norm, E, hp->norm_eps, o);
             for (int i = 0; i < E; i++) x[t * E + i] += o[i];
         }
         free(wq); free(wk); free(wv); free(wo); free(wg); free(wu); free(wd);
@@ -107,6 +138,9 @@ static double *reference(const qlm_model *m, const int32_t *toks, int n)
     for (int t = 0; t < n; t++) {
         rmsnorm(x + t * E, m->output_norm, E, hp->norm_eps, xn);
         mv(outw, E, V, xn, logits + (size_t)t * V);
+        if (cfg->softcap > 0)
+            for (int i = 0; i < V; i++)
+                logits[(size_t)t * V + i] = cfg->softcap * tanh(logits[(size_t)t * V + i] / cfg->softcap);
     }
     free(emb); free(outw); free(x); free(K); free(Vc);
     return logits;
@@ -184,22 +218,20 @@ static void check_bit_exact_batches(void)
     TEST_END();
 }
 
-static void check_against_reference(const char *name, qt_type wtype, int tied, double tol)
+static void check_cfg_against_reference(const char *name, const tiny_cfg *cfgp, double tol)
 {
     TEST_BEGIN(name);
     char path[] = "/tmp/qlm-test-model-XXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    tiny_cfg cfg = tiny_default();
-    cfg.wtype = wtype;
-    cfg.tied = tied;
+    const tiny_cfg cfg = *cfgp;
     CHECK(tiny_write(path, &cfg) == 0, "writing the model");
     qlm_model *m = NULL;
     qlm_err err = {0};
     int rc = qlm_model_load(&m, path, &err);
     CHECK(rc == 0, "load: %s", err.msg);
     if (m) {
-        double *ref = reference(m, toks, NT);
+        double *ref = reference(m, &cfg, toks, NT);
         float *got = run_chunks(m, NT, 512);
         CHECK(got != NULL, "decode failed");
         const int V = m->hp.n_vocab;
@@ -214,6 +246,89 @@ static void check_against_reference(const char *name, qt_type wtype, int tied, d
     }
     qlm_model_free(m);
     unlink(path);
+    TEST_END();
+}
+
+static void check_against_reference(const char *name, qt_type wtype, int tied, double tol)
+{
+    tiny_cfg cfg = tiny_default();
+    cfg.wtype = wtype;
+    cfg.tied = tied;
+    check_cfg_against_reference(name, &cfg, tol);
+}
+
+/* Tiny models of the other families' shapes. */
+static void check_families(void)
+{
+    tiny_cfg q = tiny_default();
+    q.arch = "qwen2";
+    check_cfg_against_reference("forward_qwen2_f32_vs_reference", &q, 1e-4);
+
+    /* gemma3: head size apart from n_embd / n_head, a 4-token window on
+     * two of every three layers (the 16-token prompt crosses it), their own
+     * RoPE base, a logit cap the logits reach.  GeGLU rounds through fp16
+     * as ggml's does, hence the looser bound. */
+    tiny_cfg g = tiny_default();
+    g.arch = "gemma3";
+    g.n_layer = 3;
+    g.head_dim = 32;
+    g.n_swa = 4;
+    g.swa_pattern = 3;
+    g.rope_base = 1e6f;
+    g.rope_base_swa = 10000.0f;
+    g.softcap = 3.0f;
+    check_cfg_against_reference("forward_gemma3_f32_vs_reference", &g, 3e-3);
+    g.wtype = QT_Q8_0;
+    g.tied = 1;
+    check_cfg_against_reference("forward_gemma3_q8_0_tied_vs_reference", &g, 0.05);
+
+    /* Mistral: llama with a window on every layer */
+    tiny_cfg mi = tiny_default();
+    mi.n_swa = 5;
+    mi.swa_pattern = 0;
+    mi.rope_base_swa = mi.rope_base;
+    check_cfg_against_reference("forward_llama_window_vs_reference", &mi, 1e-4);
+
+    /* phi3: fused QKV and gate/up, NEOX RoPE with longrope factors (the
+     * 128-cell test context is past n_ctx_orig: long ones) and attn_factor */
+    tiny_cfg ph = tiny_default();
+    ph.arch = "phi3";
+    ph.n_ctx_orig = 64;
+    ph.attn_factor = 1.19f;
+    check_cfg_against_reference("forward_phi3_f32_vs_reference", &ph, 1e-4);
+    ph.n_ctx_orig = 4096; /* short factors */
+    check_cfg_against_reference("forward_phi3_short_factors_vs_reference", &ph, 1e-4);
+
+    /* the window really changes the result: a model without it differs */
+    TEST_BEGIN("gemma3_window_is_applied");
+    char p1[] = "/tmp/qlm-test-model-XXXXXX", p2[] = "/tmp/qlm-test-model-XXXXXX";
+    close(mkstemp(p1));
+    close(mkstemp(p2));
+    g.wtype = QT_F32;
+    g.tied = 0;
+    tiny_cfg nw = g;
+    nw.n_swa = 1000;
+    tiny_write(p1, &g);
+    tiny_write(p2, &nw);
+    qlm_model *m1 = NULL, *m2 = NULL;
+    qlm_err err = {0};
+    CHECK(qlm_model_load(&m1, p1, &err) == 0 && qlm_model_load(&m2, p2, &err) == 0, "load: %s", err.msg);
+    if (m1 && m2) {
+        CHECK(m1->layers[0].swa && m1->layers[1].swa && !m1->layers[2].swa, "layer pattern");
+        CHECK(m1->layers[0].rope_base == 10000.0f && m1->layers[2].rope_base == 1e6f, "per-layer RoPE base");
+        float *a = run_chunks(m1, NT, 512), *b = run_chunks(m2, NT, 512);
+        const int V = m1->hp.n_vocab;
+        CHECK(a && b, "decode failed");
+        /* the first 4 positions see the same cells; later ones must not */
+        CHECK(a && b && !memcmp(a, b, sizeof(float) * 4 * V), "window changed positions inside it");
+        CHECK(a && b && memcmp(a + (size_t)(NT - 1) * V, b + (size_t)(NT - 1) * V, sizeof(float) * V),
+              "window of 4 made no difference at position %d", NT - 1);
+        free(a); free(b);
+    }
+    qlm_model_free(m1);
+    qlm_model_free(m2);
+    unlink(p1);
+    unlink(p2);
     TEST_END();
 }
 
@@ -287,15 +402,17 @@ static void check_batch_consistency(void)
 
 int main(int argc, char **argv)
 {
-    /* Shell tests borrow the generator: test_model --write-tiny PATH */
-    if (argc == 3 && !strcmp(argv[1], "--write-tiny")) {
+    /* Shell tests borrow the generator: test_model --write-tiny PATH [ARCH] */
+    if ((argc == 3 || argc == 4) && !strcmp(argv[1], "--write-tiny")) {
         tiny_cfg cfg = tiny_default();
         cfg.wtype = QT_Q8_0;
+        if (argc == 4) cfg.arch = argv[3];
         return tiny_write(argv[2], &cfg) ? 1 : 0;
     }
     check_against_reference("forward_f32_vs_reference", QT_F32, 0, 1e-4);
     check_against_reference("forward_q8_0_tied_vs_reference", QT_Q8_0, 1, 0.05);
     check_against_reference("forward_q4_1_vs_reference", QT_Q4_1, 0, 0.08);
+    check_families();
     check_batch_consistency();
     check_bit_exact_batches();
     TEST_EXIT();

@@ -39,7 +39,7 @@ int main(void)
         for (int i = 0; i < 2 * H * D; i++) orig[i / (H * D)][i % (H * D)] = frand(&seed);
         memcpy(v, orig, sizeof v);
         const int32_t pos[2] = {0, 1234};
-        gl_rope r = {.n_rot = NR, .freq_base = 10000.0f, .freq_scale = 1.0f, .neox = neox};
+        gl_rope r = {.n_rot = NR, .freq_base = 10000.0f, .freq_scale = 1.0f, .neox = neox, .mscale = 1.0f};
         gl_rope_apply(&v[0][0], pos, 2, H, D, &r);
         for (int t = 0; t < 2; t++)
             for (int h = 0; h < H; h++) {
@@ -103,5 +103,48 @@ int main(void)
         free(wf); free(xf); free(y); free(row); free(wq); free(scratch);
         TEST_END();
     }
+    TEST_BEGIN("geglu_tanh_gelu_through_fp16");
+    {
+        /* gelu's tanh approximation in double; ggml rounds input and output
+         * through fp16, so agreement is to half precision (and exact at the
+         * clamps: 0 below -10, identity above 10). */
+        enum { N = 2000 };
+        static float g[N], u[N], g0[N];
+        for (int i = 0; i < N; i++) {
+            g0[i] = g[i] = (float)(i - N / 2) * 0.0125f; /* -12.5 .. 12.5 */
+            u[i] = frand(&seed) * 2;
+        }
+        gl_geglu(g, u, N);
+        for (int i = 0; i < N; i++) {
+            const double x = g0[i];
+            double e = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
+            if (x <= -10) e = 0;
+            if (x >= 10) e = x * u[i];
+            CHECK(fabs(g[i] - e) <= 2e-3 * fabs(u[i]) * (1 + fabs(x)), "x=%g u=%g: %g vs %g", x, u[i], g[i], e);
+        }
+        /* an fp16-exact input whose gelu is fp16-exact after rounding: 1.0 */
+        float one = 1.0f, uu = 1.0f;
+        gl_geglu(&one, &uu, 1);
+        CHECK(fabsf(one - 0.841192f) < 5e-4f, "gelu(1) = %g", one);
+    }
+    TEST_END();
+
+    TEST_BEGIN("softcap_scale_bias");
+    {
+        float v[5] = {-100, -3, 0, 3, 100}, b[2] = {1, -1};
+        gl_softcap(v, 30.0f, 5);
+        for (int i = 0; i < 5; i++) {
+            const double x0 = (double[]){-100, -3, 0, 3, 100}[i];
+            CHECK(fabs(v[i] - 30 * tanh(x0 / 30)) < 1e-4, "softcap(%g) = %g", x0, v[i]);
+        }
+        CHECK(fabsf(v[4]) < 30.0f, "cap not applied: %g", v[4]);
+        float s[4] = {1, 2, 3, 4};
+        gl_scale(s, 0.5f, 4);
+        CHECK(s[0] == 0.5f && s[3] == 2.0f, "scale: %g %g", s[0], s[3]);
+        gl_add_bias(s, b, 2, 2);
+        CHECK(s[0] == 1.5f && s[1] == 0.0f && s[2] == 2.5f && s[3] == 1.0f, "bias: %g %g %g %g", s[0], s[1], s[2], s[3]);
+    }
+    TEST_END();
+
     TEST_EXIT();
 }

@@ -1,6 +1,7 @@
-/* tiny_model.h - writes small random-weight llama GGUF files for tests,
- * with a byte-level BPE vocabulary of the 256 byte symbols plus "he" and
- * an end-of-text control token, so the whole load path is exercised. */
+/* tiny_model.h - writes small random-weight GGUF files for tests (llama,
+ * or another family's shape: qwen2, gemma3), with a byte-level BPE
+ * vocabulary of the 256 byte symbols plus "he" and an end-of-text control
+ * token, so the whole load path is exercised. */
 #ifndef QLM_TINY_MODEL_H
 #define QLM_TINY_MODEL_H
 
@@ -18,6 +19,12 @@ typedef struct tiny_cfg {
     qt_type wtype;   /* type of the projection matrices */
     int tied;        /* output shares token_embd */
     uint64_t seed;
+    const char *arch;      /* NULL: "llama" */
+    int head_dim;          /* 0: n_embd / n_head */
+    int n_swa, swa_pattern; /* window and period (every n-th layer global, 0: all) */
+    float rope_base_swa, softcap;
+    int n_ctx_orig;        /* phi3: longrope factors switch past this context */
+    float attn_factor;     /* phi3: longrope cos/sin multiplier */
 } tiny_cfg;
 
 #define TINY_VOCAB 258 /* 256 bytes + "he" + <|endoftext|> */
@@ -71,21 +78,52 @@ static inline void tiny_add_tensor(gguf_writer *w, const char *name, qt_type typ
 }
 
 /* Writes the model to path; returns 0 on success. */
+static inline void tiny_w_hp_u32(gguf_writer *w, const char *arch, const char *k, uint32_t v)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, k);
+    gguf_w_u32(w, key, v);
+}
+
+static inline void tiny_w_hp_f32(gguf_writer *w, const char *arch, const char *k, float v)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, k);
+    gguf_w_f32(w, key, v);
+}
+
+/* Writes the model to path; returns 0 on success. */
 static inline int tiny_write(const char *path, const tiny_cfg *c)
 {
     gguf_writer *w = gguf_writer_new();
-    const int hd = c->n_embd / c->n_head;
-    gguf_w_str(w, "general.architecture", "llama");
+    const char *a = c->arch ? c->arch : "llama";
+    const int gemma = !strcmp(a, "gemma3"), qwen = !strcmp(a, "qwen2"), phi3 = !strcmp(a, "phi3");
+    const int hd = c->head_dim ? c->head_dim : c->n_embd / c->n_head;
+    gguf_w_str(w, "general.architecture", a);
     gguf_w_str(w, "general.name", "tiny");
-    gguf_w_u32(w, "llama.context_length", (uint32_t)c->n_ctx_train);
-    gguf_w_u32(w, "llama.embedding_length", (uint32_t)c->n_embd);
-    gguf_w_u32(w, "llama.block_count", (uint32_t)c->n_layer);
-    gguf_w_u32(w, "llama.feed_forward_length", (uint32_t)c->n_ff);
-    gguf_w_u32(w, "llama.attention.head_count", (uint32_t)c->n_head);
-    gguf_w_u32(w, "llama.attention.head_count_kv", (uint32_t)c->n_head_kv);
-    gguf_w_u32(w, "llama.rope.dimension_count", (uint32_t)hd);
-    gguf_w_f32(w, "llama.rope.freq_base", c->rope_base);
-    gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    tiny_w_hp_u32(w, a, "context_length", (uint32_t)c->n_ctx_train);
+    tiny_w_hp_u32(w, a, "embedding_length", (uint32_t)c->n_embd);
+    tiny_w_hp_u32(w, a, "block_count", (uint32_t)c->n_layer);
+    tiny_w_hp_u32(w, a, "feed_forward_length", (uint32_t)c->n_ff);
+    tiny_w_hp_u32(w, a, "attention.head_count", (uint32_t)c->n_head);
+    tiny_w_hp_u32(w, a, "attention.head_count_kv", (uint32_t)c->n_head_kv);
+    tiny_w_hp_u32(w, a, "rope.dimension_count", (uint32_t)hd);
+    tiny_w_hp_f32(w, a, "rope.freq_base", c->rope_base);
+    tiny_w_hp_f32(w, a, "attention.layer_norm_rms_epsilon", 1e-5f);
+    if (c->head_dim) {
+        tiny_w_hp_u32(w, a, "attention.key_length", (uint32_t)hd);
+        tiny_w_hp_u32(w, a, "attention.value_length", (uint32_t)hd);
+    }
+    if (c->n_swa) {
+        tiny_w_hp_u32(w, a, "attention.sliding_window", (uint32_t)c->n_swa);
+        if (c->swa_pattern) tiny_w_hp_u32(w, a, "attention.sliding_window_pattern", (uint32_t)c->swa_pattern);
+        tiny_w_hp_f32(w, a, "rope.freq_base_swa", c->rope_base_swa);
+    }
+    if (c->softcap > 0) tiny_w_hp_f32(w, a, "final_logit_softcapping", c->softcap);
+    if (c->n_ctx_orig) {
+        tiny_w_hp_u32(w, a, "rope.scaling.original_context_length", (uint32_t)c->n_ctx_orig);
+        tiny_w_hp_f32(w, a, "rope.scaling.attn_factor", c->attn_factor);
+    }
 
     char syms[TINY_VOCAB][16];
     const char *toks[TINY_VOCAB];
@@ -113,6 +151,17 @@ static inline int tiny_write(const char *path, const tiny_cfg *c)
     const int QD = c->n_head * hd, KD = c->n_head_kv * hd;
     tiny_add_tensor(w, "token_embd.weight", c->tied ? c->wtype : QT_F32, c->n_embd, TINY_VOCAB, &s, 1.0f);
     tiny_add_tensor(w, "output_norm.weight", QT_F32, c->n_embd, 1, &s, 0.5f);
+    if (c->n_ctx_orig) {
+        /* factors in [1, 5) and [1, 1.5): offset by writing 1 + |x| */
+        float lf[64], sf[64];
+        for (int i = 0; i < hd / 2 && i < 64; i++) {
+            lf[i] = 3.0f + 2.0f * tiny_rand(&s);
+            sf[i] = 1.25f + 0.25f * tiny_rand(&s);
+        }
+        const int64_t ne[1] = {hd / 2};
+        gguf_w_tensor(w, "rope_factors_long.weight", QT_F32, 1, ne, lf);
+        gguf_w_tensor(w, "rope_factors_short.weight", QT_F32, 1, ne, sf);
+    }
     if (!c->tied) tiny_add_tensor(w, "output.weight", c->wtype, c->n_embd, TINY_VOCAB, &s, 0.3f);
     for (int l = 0; l < c->n_layer; l++) {
         char n[64];
@@ -120,13 +169,35 @@ static inline int tiny_write(const char *path, const tiny_cfg *c)
     (snprintf(n, sizeof n, "blk.%d.%s.weight", l, suffix), tiny_add_tensor(w, n, type, ne0, ne1, &s, scale))
         W("attn_norm", c->n_embd, 1, QT_F32, 0.5f);
         W("ffn_norm", c->n_embd, 1, QT_F32, 0.5f);
-        W("attn_q", c->n_embd, QD, c->wtype, 0.3f);
-        W("attn_k", c->n_embd, KD, c->wtype, 0.3f);
-        W("attn_v", c->n_embd, KD, c->wtype, 0.3f);
+        if (phi3) { /* fused: Q, K, V rows in one tensor; gate then up in one */
+            W("attn_qkv", c->n_embd, QD + 2 * KD, c->wtype, 0.3f);
+        } else {
+            W("attn_q", c->n_embd, QD, c->wtype, 0.3f);
+            W("attn_k", c->n_embd, KD, c->wtype, 0.3f);
+            W("attn_v", c->n_embd, KD, c->wtype, 0.3f);
+        }
         W("attn_output", QD, c->n_embd, c->wtype, 0.3f);
-        W("ffn_gate", c->n_embd, c->n_ff, c->wtype, 0.3f);
-        W("ffn_up", c->n_embd, c->n_ff, c->wtype, 0.3f);
+        if (phi3) {
+            W("ffn_up", c->n_embd, 2 * c->n_ff, c->wtype, 0.3f);
+        } else {
+            W("ffn_gate", c->n_embd, c->n_ff, c->wtype, 0.3f);
+            W("ffn_up", c->n_embd, c->n_ff, c->wtype, 0.3f);
+        }
         W("ffn_down", c->n_ff, c->n_embd, c->wtype, 0.3f);
+        if (gemma) {
+            W("attn_q_norm", hd, 1, QT_F32, 0.5f);
+            W("attn_k_norm", hd, 1, QT_F32, 0.5f);
+            W("post_attention_norm", c->n_embd, 1, QT_F32, 0.5f);
+            W("post_ffw_norm", c->n_embd, 1, QT_F32, 0.5f);
+        }
+        if (qwen) {
+            snprintf(n, sizeof n, "blk.%d.attn_q.bias", l);
+            tiny_add_tensor(w, n, QT_F32, QD, 1, &s, 0.5f);
+            snprintf(n, sizeof n, "blk.%d.attn_k.bias", l);
+            tiny_add_tensor(w, n, QT_F32, KD, 1, &s, 0.5f);
+            snprintf(n, sizeof n, "blk.%d.attn_v.bias", l);
+            tiny_add_tensor(w, n, QT_F32, KD, 1, &s, 0.5f);
+        }
 #undef W
     }
     qlm_err err = {0};

@@ -20,6 +20,7 @@ static const struct {
     {"bench", qlm_cmd_bench, "measure prompt processing and generation speed"},
     {"perplexity", qlm_cmd_perplexity, "score a text like llama-perplexity"},
     {"quantize", qlm_cmd_quantize, "rewrite a model's weights in another type (Q4_K_M, ...)"},
+    {"synth", qlm_cmd_synth, "write a random-weight model of a family's shape (conformance tests)"},
 };
 
 static void usage(FILE *f)

@@ -8,5 +8,6 @@ int qlm_cmd_bench(int argc, char **argv);
 int qlm_bench_kernels(int argc, char **argv);
 int qlm_cmd_perplexity(int argc, char **argv);
 int qlm_cmd_quantize(int argc, char **argv);
+int qlm_cmd_synth(int argc, char **argv);
 
 #endif
