@@ -40,6 +40,7 @@ typedef struct run_opts {
     bool chat, dump_prompt;
     const char *system, *chat_template;
     int load_mode; /* gguf_load_mode, -1: default */
+    qlm_kv_type type_k, type_v;
 } run_opts;
 
 static void run_usage(FILE *f)
@@ -58,6 +59,8 @@ static void run_usage(FILE *f)
         "  -c, --ctx-size N        context size in tokens (default min(4096, training context))\n"
         "  -t, --threads N         threads (default: physical cores)\n"
         "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
+        "      --kv-type T         KV cache element type for K and V: int8 (default), f16, f32\n"
+        "  -ctk, -ctv T            the same for K or V alone\n"
         "  -s, --seed N            random seed (default 0)\n"
         "      --temp X            temperature (default 0.8; 0 = greedy)\n"
         "      --top-k N           keep the N most likely tokens (default 40; 0 = off)\n"
@@ -101,6 +104,9 @@ static int parse_args(int argc, char **argv, run_opts *o)
         if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
         const char *v = NEXT();
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm run --help)", a);
+        const int kvf = qlm_cli_kv_flag(a, v, &o->type_k, &o->type_v);
+        if (kvf < 0) return QLM_EUSAGE;
+        if (kvf) continue;
         if (IS("-m", "--model")) o->model = v;
         else if (IS("-p", "--prompt")) o->prompt = v;
         else if (IS("-f", "--file")) o->prompt_file = v;
@@ -327,15 +333,16 @@ int qlm_cmd_run(int argc, char **argv)
     double t0 = qlm_now_ms();
     const gguf_load_mode lm = o.load_mode < 0 ? GGUF_LOAD_MMAP : (gguf_load_mode)o.load_mode;
     if ((rc = qlm_model_load_mode(&m, o.model, lm, &err))) goto fail;
-    qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads};
+    qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads,
+                         .type_k = o.type_k, .type_v = o.type_v};
     if ((rc = qlm_ctx_new(&ctx, m, &cp, &err))) goto fail;
     const double load_ms = qlm_now_ms() - t0;
     if (logs) {
         const qlm_kv *kv = qlm_ctx_kv(ctx);
-        const double kv_mib = 2.0 * kv->n_layer * (double)kv->n_ctx * kv->kv_dim * sizeof(float) / (1 << 20);
         fprintf(stderr, "qlm: %s (%s, %d layers, %d-token context), loaded (%s) in %.0f ms; "
-                "KV cache f32, %.1f MiB\n", m->name, m->arch->name, m->hp.n_layer,
-                qlm_ctx_n_ctx(ctx), gguf_load_mode_name(lm), load_ms, kv_mib);
+                "KV cache K %s V %s, %zu bytes (%.1f MiB)\n", m->name, m->arch->name, m->hp.n_layer,
+                qlm_ctx_n_ctx(ctx), gguf_load_mode_name(lm), load_ms, qlm_kv_type_name(kv->type_k),
+                qlm_kv_type_name(kv->type_v), qlm_kv_bytes(kv), qlm_kv_bytes(kv) / (double)(1 << 20));
     }
 
     if (o.chat && (rc = apply_chat(&o, m, &text, &text_len, &err))) goto fail;

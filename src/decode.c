@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "ggml-lite/attn.h"
 #include "ggml-lite/matmul.h"
 #include "ggml-lite/ops.h"
 #include "ggml-lite/threads.h"
@@ -25,7 +26,11 @@ struct qlm_ctx {
     float *k, *v;   /* [T][KD] */
     float *att;     /* [T][QD] attention output */
     float *g, *u;   /* [T][F] feed-forward gate and up */
-    float *scores;  /* [n_threads][n_ctx] attention weights */
+    float *scores;  /* [n_threads][window] attention weights */
+    int32_t *vis;   /* [n_threads][n_ctx] visible cells of a query, in order */
+    int *vis_tok;   /* [n_threads][2] token whose list vis holds (-1: none), its length */
+    int8_t *q8;     /* [n_threads][head_dim] int8 query */
+    float *vrows;   /* [n_threads][n_ctx][head_dim] gathered f32 V rows */
     void *mm;       /* activation quantization scratch */
     int *cells;     /* [T] KV cells of the micro-batch */
     int8_t *tiled;  /* [T] p.v in tinyBLAS order (see attention) */
@@ -46,7 +51,8 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->n_batch = p && p->n_batch > 0 ? p->n_batch : 512;
     c->n_threads = p && p->n_threads > 0 ? p->n_threads : gl_physical_cores();
     gl_set_threads(c->n_threads);
-    int rc = qlm_kv_init(&c->kv, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim, err);
+    int rc = qlm_kv_init(&c->kv, hp->n_layer, n_ctx, hp->n_head_kv, hp->head_dim,
+                         p ? p->type_k : QLM_KV_DEFAULT, p ? p->type_v : QLM_KV_DEFAULT, err);
     if (rc) {
         free(c);
         return rc;
@@ -68,12 +74,17 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->att = malloc(T * QD * sizeof(float));
     c->g = malloc(T * F * sizeof(float));
     c->u = malloc(T * F * sizeof(float));
-    c->scores = malloc((size_t)c->n_threads * n_ctx * sizeof(float));
+    const size_t NT = (size_t)c->n_threads, win = (size_t)(n_ctx + 255) / 256 * 256;
+    c->scores = malloc(NT * win * sizeof(float));
+    c->vis = malloc(NT * n_ctx * sizeof(int32_t));
+    c->vis_tok = malloc(2 * NT * sizeof(int));
+    c->q8 = malloc(NT * hp->head_dim);
+    c->vrows = c->kv.type_v == QLM_KV_F32 ? malloc(NT * n_ctx * hp->head_dim * sizeof(float)) : malloc(1);
     c->mm = malloc(mm ? mm : 1);
     c->cells = malloc(T * sizeof(int));
     c->tiled = malloc(T);
     if (!c->tiled || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
-        !c->mm || !c->cells) {
+        !c->vis || !c->vis_tok || !c->q8 || !c->vrows || !c->mm || !c->cells) {
         qlm_ctx_free(c);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory allocating scratch for a %d-token batch",
                         c->n_batch);
@@ -87,7 +98,7 @@ void qlm_ctx_free(qlm_ctx *c)
     if (!c) return;
     qlm_kv_free(&c->kv);
     free(c->x); free(c->xn); free(c->q); free(c->k); free(c->v); free(c->att);
-    free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->tiled); free(c->logits);
+    free(c->g); free(c->u); free(c->scores); free(c->vis); free(c->vis_tok); free(c->q8); free(c->vrows); free(c->mm); free(c->cells); free(c->tiled); free(c->logits);
     free(c);
 }
 
@@ -104,50 +115,64 @@ const float *qlm_logits(const qlm_ctx *c, int i)
 /* Causal attention of each batch token over the cells its sequence sees,
  * grouped-query: query head h reads KV head h / (n_head / n_head_kv).
  *
- * The arithmetic follows llama.cpp's CPU graph without flash attention,
- * because tiny rounding differences change greedy tokens: scores over a
- * window of n_kv cells (the used range padded to 256, as its cache does),
- * ggml's dot-product order for q.k, its softmax, and for p.v the tinyBLAS
- * order when several tokens are processed at once, ggml's vec_dot order
- * for a single token.  Masked cells contribute exact zeros.
+ * The visible cells are listed in cell order and attention works on that
+ * list by rank (ggml-lite/attn.h), so a sequence's result is the same
+ * whether its cells are contiguous (alone) or interleaved with other
+ * sequences' (a batch of many).  Alone, rank = cell index, and f32 KV
+ * keeps llama.cpp's arithmetic exactly: its window padded to 256 cells,
+ * ggml's dot and softmax orders, and for p.v the tinyBLAS order when
+ * several tokens are processed at once, ggml's vec_dot order for one.
  *
  * "Several tokens at once" is decided per sequence (c->tiled): a token
  * decoded next to tokens of other sequences gets the one-token order, so
  * a prompt's result does not depend on what else shares its batch, and a
  * batch marked one_by_one (speculative verification) reproduces token by
  * token decoding exactly. */
+static gl_kv_elem elem_of(qlm_kv_type t)
+{
+    return t == QLM_KV_F32 ? GL_KV_F32 : t == QLM_KV_F16 ? GL_KV_F16 : GL_KV_I8;
+}
+
 static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
 {
     const qlm_hparams *hp = &c->m->hp;
+    const qlm_kv *kv = &c->kv;
     const int D = hp->head_dim, H = hp->n_head, group = hp->n_head / hp->n_head_kv;
-    const int QD = H * D, KD = c->kv.kv_dim;
-    int n_kv = (c->kv.n_top + 255) / 256 * 256;
-    if (n_kv > c->kv.n_ctx) n_kv = c->kv.n_ctx;
+    const int QD = H * D, KD = kv->kv_dim, n_ctx = kv->n_ctx;
+    const size_t win = (size_t)(n_ctx + 255) / 256 * 256;
+    const size_t ek = qlm_kv_elem_size(kv->type_k), ev = qlm_kv_elem_size(kv->type_v);
     const float scale = 1.0f / sqrtf((float)D);
-    #pragma omp parallel for collapse(2) schedule(static)
+    for (int i = 0; i < c->n_threads; i++) c->vis_tok[2 * i] = -1;
+    /* num_threads: the scratch has n_threads slots, whatever another
+     * context set as the process default */
+    #pragma omp parallel for collapse(2) schedule(static) num_threads(c->n_threads)
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < H; h++) {
-            float *s = c->scores + (size_t)omp_get_thread_num() * c->kv.n_ctx;
-            const float *q = c->q + (size_t)t * QD + (size_t)h * D;
-            const int kvo = (h / group) * D;
-            int last = -1;
-            for (int j = 0; j < n_kv; j++) {
-                if (j >= c->kv.n_top || !qlm_kv_visible(&c->kv, j, seq[t], pos[t])) {
-                    s[j] = -INFINITY;
-                    continue;
-                }
-                s[j] = gl_dot_f32(D, qlm_kv_k(&c->kv, layer, j) + kvo, q) * scale;
-                last = j;
+            const int th = omp_get_thread_num();
+            int32_t *vis = c->vis + (size_t)th * n_ctx;
+            /* consecutive heads of a token share its list */
+            int n = c->vis_tok[2 * th + 1];
+            if (c->vis_tok[2 * th] != t) {
+                n = 0;
+                for (int j = 0; j < kv->n_top; j++)
+                    if (qlm_kv_visible(kv, j, seq[t], pos[t])) vis[n++] = j;
+                c->vis_tok[2 * th] = t;
+                c->vis_tok[2 * th + 1] = n;
             }
-            gl_softmax_ggml(s, n_kv);
-            float *o = c->att + (size_t)t * QD + (size_t)h * D;
-            const float *v0 = qlm_kv_v(&c->kv, layer, 0) + kvo;
-            /* Cells past the last visible one hold zero weight; they are
-             * left out so that unwritten cache memory is never read. */
-            const int tiled = c->tiled[t];
-            const int n_read = last < 0 ? 0 : (tiled ? (last / 16 + 1) * 16 : (last / 64 + 1) * 64);
-            const int n_dot = n_read < n_kv ? n_read : n_kv;
-            gl_pv(n_dot, D, v0, KD, s, o, tiled);
+            const int kvh = h / group;
+            const gl_kv_view kview = {
+                .type = elem_of(kv->type_k), .ld = KD, .lds = kv->n_head_kv,
+                .data = (const char *)qlm_kv_k_row(kv, layer, 0) + (size_t)kvh * D * ek,
+                .scale = kv->k_scale ? qlm_kv_k_scale(kv, layer, 0) + kvh : NULL};
+            const gl_kv_view vview = {
+                .type = elem_of(kv->type_v), .ld = KD, .lds = kv->n_head_kv,
+                .data = (const char *)qlm_kv_v_row(kv, layer, 0) + (size_t)kvh * D * ev,
+                .scale = kv->v_scale ? qlm_kv_v_scale(kv, layer, 0) + kvh : NULL};
+            gl_attn_scratch sc = {.s = c->scores + (size_t)th * win, .q8 = c->q8 + (size_t)th * D,
+                                  .vrows = c->vrows + (kv->type_v == QLM_KV_F32 ? (size_t)th * n_ctx * D : 0)};
+            const bool contiguous = n == 0 || vis[n - 1] == n - 1;
+            gl_attn_head(D, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n,
+                         contiguous ? NULL : vis, n_ctx, c->tiled[t], &sc, c->att + (size_t)t * QD + (size_t)h * D);
         }
     }
 }
@@ -179,10 +204,8 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
         gl_matmul(&L->wv, c->xn, c->v, T, c->mm);
         gl_rope_apply(c->q, pos, T, hp->n_head, hp->head_dim, &rope);
         gl_rope_apply(c->k, pos, T, hp->n_head_kv, hp->head_dim, &rope);
-        for (int t = 0; t < T; t++) {
-            memcpy(qlm_kv_k(&c->kv, l, c->cells[t]), c->k + (size_t)t * KD, sizeof(float) * KD);
-            memcpy(qlm_kv_v(&c->kv, l, c->cells[t]), c->v + (size_t)t * KD, sizeof(float) * KD);
-        }
+        for (int t = 0; t < T; t++)
+            qlm_kv_store(&c->kv, l, c->cells[t], c->k + (size_t)t * KD, c->v + (size_t)t * KD);
         attention(c, l, T, pos, seq);
         gl_matmul(&L->wo, c->att, c->xn, T, c->mm);
         gl_add(c->x, c->xn, (int64_t)T * E);

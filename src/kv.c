@@ -3,22 +3,70 @@
 #include <stdlib.h>
 #include <string.h>
 
-int qlm_kv_init(qlm_kv *kv, int n_layer, int n_ctx, int kv_dim, qlm_err *err)
+#include "quant/fp16.h"
+#include "quant/kv_ops.h"
+
+const char *qlm_kv_type_name(qlm_kv_type t)
+{
+    switch (t) {
+    case QLM_KV_F32: return "f32";
+    case QLM_KV_F16: return "f16";
+    case QLM_KV_DEFAULT:
+    case QLM_KV_I8: return "int8";
+    }
+    return "?";
+}
+
+int qlm_kv_type_parse(const char *s)
+{
+    if (!strcmp(s, "f32")) return QLM_KV_F32;
+    if (!strcmp(s, "f16")) return QLM_KV_F16;
+    if (!strcmp(s, "int8") || !strcmp(s, "i8") || !strcmp(s, "q8_0") || !strcmp(s, "q8")) return QLM_KV_I8;
+    return -1;
+}
+
+size_t qlm_kv_elem_size(qlm_kv_type t)
+{
+    return t == QLM_KV_F32 ? 4 : t == QLM_KV_F16 ? 2 : 1;
+}
+
+static size_t side_bytes(const qlm_kv *kv, qlm_kv_type t)
+{
+    const size_t rows = (size_t)kv->n_layer * (size_t)kv->n_ctx;
+    return rows * kv->kv_dim * qlm_kv_elem_size(t) + (t == QLM_KV_I8 ? rows * kv->n_head_kv * sizeof(float) : 0);
+}
+
+size_t qlm_kv_bytes(const qlm_kv *kv)
+{
+    return side_bytes(kv, kv->type_k) + side_bytes(kv, kv->type_v);
+}
+
+int qlm_kv_init(qlm_kv *kv, int n_layer, int n_ctx, int n_head_kv, int head_dim,
+                qlm_kv_type type_k, qlm_kv_type type_v, qlm_err *err)
 {
     memset(kv, 0, sizeof *kv);
-    const size_t n = (size_t)n_layer * (size_t)n_ctx * (size_t)kv_dim;
     kv->n_layer = n_layer;
     kv->n_ctx = n_ctx;
-    kv->kv_dim = kv_dim;
-    kv->k = calloc(n, sizeof(float)); /* finite even where never written */
-    kv->v = calloc(n, sizeof(float));
+    kv->n_head_kv = n_head_kv;
+    kv->head_dim = head_dim;
+    kv->kv_dim = n_head_kv * head_dim;
+    kv->type_k = type_k == QLM_KV_DEFAULT ? QLM_KV_I8 : type_k;
+    kv->type_v = type_v == QLM_KV_DEFAULT ? QLM_KV_I8 : type_v;
+    const size_t rows = (size_t)n_layer * (size_t)n_ctx, n = rows * (size_t)kv->kv_dim;
+    /* zeroed: finite even where never written (attention may multiply an
+     * unwritten row by a zero weight) */
+    kv->k = calloc(n, qlm_kv_elem_size(kv->type_k));
+    kv->v = calloc(n, qlm_kv_elem_size(kv->type_v));
+    bool ok = kv->k && kv->v;
+    if (kv->type_k == QLM_KV_I8) ok = ok && (kv->k_scale = calloc(rows * n_head_kv, sizeof(float)));
+    if (kv->type_v == QLM_KV_I8) ok = ok && (kv->v_scale = calloc(rows * n_head_kv, sizeof(float)));
     kv->pos = malloc((size_t)n_ctx * sizeof *kv->pos);
     kv->seqs = malloc((size_t)n_ctx * sizeof *kv->seqs);
-    if (!kv->k || !kv->v || !kv->pos || !kv->seqs) {
+    if (!ok || !kv->pos || !kv->seqs) {
+        const double mib = qlm_kv_bytes(kv) / (double)(1 << 20);
         qlm_kv_free(kv);
         return qlm_fail(err, QLM_ERUNTIME,
-                        "KV cache: cannot allocate %.1f MiB for %d tokens of context (lower -c)",
-                        2.0 * n * sizeof(float) / (1 << 20), n_ctx);
+                        "KV cache: cannot allocate %.1f MiB for %d tokens of context (lower -c)", mib, n_ctx);
     }
     qlm_kv_clear(kv);
     return QLM_OK;
@@ -28,6 +76,8 @@ void qlm_kv_free(qlm_kv *kv)
 {
     free(kv->k);
     free(kv->v);
+    free(kv->k_scale);
+    free(kv->v_scale);
     free(kv->pos);
     free(kv->seqs);
     memset(kv, 0, sizeof *kv);
@@ -41,6 +91,53 @@ void qlm_kv_clear(qlm_kv *kv)
     }
     kv->n_used = 0;
     kv->n_top = 0;
+}
+
+static void store_row(qlm_kv_type t, void *row, float *scale, int n_head, int hd, const float *x)
+{
+    const int n = n_head * hd;
+    if (t == QLM_KV_F32) {
+        memcpy(row, x, sizeof(float) * (size_t)n);
+    } else if (t == QLM_KV_F16) {
+        uint16_t *h = row;
+        for (int i = 0; i < n; i++) h[i] = qt_f32_to_f16(x[i]);
+    } else {
+        for (int h = 0; h < n_head; h++) scale[h] = qt_kv_quantize_i8(hd, x + h * hd, (int8_t *)row + h * hd);
+    }
+}
+
+static void load_row(qlm_kv_type t, const void *row, const float *scale, int n_head, int hd, float *out)
+{
+    const int n = n_head * hd;
+    if (t == QLM_KV_F32) {
+        memcpy(out, row, sizeof(float) * (size_t)n);
+    } else if (t == QLM_KV_F16) {
+        const uint16_t *h = row;
+        for (int i = 0; i < n; i++) out[i] = qt_f16_to_f32(h[i]);
+    } else {
+        const int8_t *q = row;
+        for (int i = 0; i < n; i++) out[i] = scale[i / hd] * q[i];
+    }
+}
+
+void qlm_kv_store(qlm_kv *kv, int layer, int cell, const float *k, const float *v)
+{
+    store_row(kv->type_k, qlm_kv_k_row(kv, layer, cell), kv->k_scale ? qlm_kv_k_scale(kv, layer, cell) : NULL,
+              kv->n_head_kv, kv->head_dim, k);
+    store_row(kv->type_v, qlm_kv_v_row(kv, layer, cell), kv->v_scale ? qlm_kv_v_scale(kv, layer, cell) : NULL,
+              kv->n_head_kv, kv->head_dim, v);
+}
+
+void qlm_kv_load_k(const qlm_kv *kv, int layer, int cell, float *out)
+{
+    load_row(kv->type_k, qlm_kv_k_row(kv, layer, cell), kv->k_scale ? qlm_kv_k_scale(kv, layer, cell) : NULL,
+             kv->n_head_kv, kv->head_dim, out);
+}
+
+void qlm_kv_load_v(const qlm_kv *kv, int layer, int cell, float *out)
+{
+    load_row(kv->type_v, qlm_kv_v_row(kv, layer, cell), kv->v_scale ? qlm_kv_v_scale(kv, layer, cell) : NULL,
+             kv->n_head_kv, kv->head_dim, out);
 }
 
 static void recount_top(qlm_kv *kv)
@@ -73,16 +170,20 @@ static bool in_range(int32_t p, int32_t p0, int32_t p1)
     return p >= p0 && (p1 < 0 || p < p1);
 }
 
+static void free_cell(qlm_kv *kv, int c)
+{
+    kv->pos[c] = -1;
+    kv->seqs[c] = 0;
+    kv->n_used--;
+}
+
 void qlm_kv_seq_rm(qlm_kv *kv, int seq, int32_t p0, int32_t p1)
 {
     const uint64_t mask = seq < 0 ? ~0ull : 1ull << seq;
     for (int c = 0; c < kv->n_top; c++) {
         if (kv->pos[c] < 0 || !(kv->seqs[c] & mask) || !in_range(kv->pos[c], p0, p1)) continue;
         kv->seqs[c] &= ~mask;
-        if (!kv->seqs[c]) {
-            kv->pos[c] = -1;
-            kv->n_used--;
-        }
+        if (!kv->seqs[c]) free_cell(kv, c);
     }
     recount_top(kv);
 }
@@ -94,10 +195,34 @@ void qlm_kv_seq_cp(qlm_kv *kv, int src, int dst, int32_t p0, int32_t p1)
             kv->seqs[c] |= 1ull << dst;
 }
 
+int qlm_kv_seq_add(qlm_kv *kv, int seq, int32_t p0, int32_t p1, int32_t delta, int *moved)
+{
+    int n = 0;
+    for (int c = 0; c < kv->n_top; c++) {
+        if (kv->pos[c] < 0 || !(kv->seqs[c] >> seq & 1) || !in_range(kv->pos[c], p0, p1)) continue;
+        if ((int64_t)kv->pos[c] + delta < 0) {
+            free_cell(kv, c);
+            continue;
+        }
+        kv->pos[c] += delta;
+        if (moved) moved[n] = c;
+        n++;
+    }
+    recount_top(kv);
+    return n;
+}
+
 int32_t qlm_kv_seq_pos_max(const qlm_kv *kv, int seq)
 {
     int32_t m = -1;
     for (int c = 0; c < kv->n_top; c++)
         if (kv->pos[c] > m && (kv->seqs[c] >> seq & 1)) m = kv->pos[c];
     return m;
+}
+
+int qlm_kv_seq_count(const qlm_kv *kv, int seq)
+{
+    int n = 0;
+    for (int c = 0; c < kv->n_top; c++) n += kv->pos[c] >= 0 && (kv->seqs[c] >> seq & 1);
+    return n;
 }

@@ -2,43 +2,84 @@
  *
  * Like llama.cpp's unified cache, a cell carries its position and the set
  * of sequences that see it, so one cache serves prefill, decode, batches
- * of sequences and shared prefixes.  Elements are f32 for now; the INT8
- * and F16 types of the KV issue slot in behind the same interface. */
+ * of sequences and shared prefixes.
+ *
+ * K and V each have an element type: f32 (llama.cpp's exact order, for
+ * parity work), f16, or int8 with one float scale per (cell, KV head) --
+ * the default.  A head is the unit attention reads, so one scale per head
+ * costs one multiply per score and keeps rows 64-byte aligned; see
+ * README "KV cache" for the measured quality. */
 #ifndef QLM_KV_H
 #define QLM_KV_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
 
 #define QLM_MAX_SEQ 64 /* a cell's sequence set is a 64-bit mask */
 
+typedef enum qlm_kv_type {
+    QLM_KV_DEFAULT = 0, /* int8 */
+    QLM_KV_F32,
+    QLM_KV_F16,
+    QLM_KV_I8,
+} qlm_kv_type;
+
+/* "f32", "f16", "int8" (also "q8_0"/"i8" on input); parse returns -1 if unknown. */
+const char *qlm_kv_type_name(qlm_kv_type t);
+int qlm_kv_type_parse(const char *s);
+
 typedef struct qlm_kv {
-    int n_layer, n_ctx, kv_dim; /* kv_dim = n_head_kv * head_dim */
-    float *k, *v;    /* [n_layer][n_ctx][kv_dim] */
+    int n_layer, n_ctx, n_head_kv, head_dim, kv_dim; /* kv_dim = n_head_kv * head_dim */
+    qlm_kv_type type_k, type_v;                      /* never QLM_KV_DEFAULT */
+    void *k, *v;          /* [n_layer][n_ctx][kv_dim] elements of type_k / type_v */
+    float *k_scale, *v_scale; /* int8: [n_layer][n_ctx][n_head_kv], else NULL */
     int32_t *pos;    /* [n_ctx] position of the token in a cell, -1 if free */
     uint64_t *seqs;  /* [n_ctx] bit s set: sequence s sees this cell */
     int n_used;      /* cells in use */
     int n_top;       /* 1 + highest used cell: attention scans [0, n_top) */
 } qlm_kv;
 
-int qlm_kv_init(qlm_kv *kv, int n_layer, int n_ctx, int kv_dim, qlm_err *err);
+int qlm_kv_init(qlm_kv *kv, int n_layer, int n_ctx, int n_head_kv, int head_dim,
+                qlm_kv_type type_k, qlm_kv_type type_v, qlm_err *err);
 void qlm_kv_free(qlm_kv *kv);
 void qlm_kv_clear(qlm_kv *kv);
 
-static inline float *qlm_kv_k(const qlm_kv *kv, int layer, int cell)
+/* Bytes of K and V data (scales included) for the whole cache. */
+size_t qlm_kv_bytes(const qlm_kv *kv);
+/* Bytes of one element of t (int8: 1; its scales are counted apart). */
+size_t qlm_kv_elem_size(qlm_kv_type t);
+
+/* Start of the K (V) row of cell in layer, in the cache's element type. */
+static inline void *qlm_kv_k_row(const qlm_kv *kv, int layer, int cell)
 {
-    return kv->k + ((int64_t)layer * kv->n_ctx + cell) * kv->kv_dim;
+    return (char *)kv->k + ((int64_t)layer * kv->n_ctx + cell) * kv->kv_dim * (int64_t)qlm_kv_elem_size(kv->type_k);
 }
-static inline float *qlm_kv_v(const qlm_kv *kv, int layer, int cell)
+static inline void *qlm_kv_v_row(const qlm_kv *kv, int layer, int cell)
 {
-    return kv->v + ((int64_t)layer * kv->n_ctx + cell) * kv->kv_dim;
+    return (char *)kv->v + ((int64_t)layer * kv->n_ctx + cell) * kv->kv_dim * (int64_t)qlm_kv_elem_size(kv->type_v);
+}
+static inline float *qlm_kv_k_scale(const qlm_kv *kv, int layer, int cell)
+{
+    return kv->k_scale + ((int64_t)layer * kv->n_ctx + cell) * kv->n_head_kv;
+}
+static inline float *qlm_kv_v_scale(const qlm_kv *kv, int layer, int cell)
+{
+    return kv->v_scale + ((int64_t)layer * kv->n_ctx + cell) * kv->n_head_kv;
 }
 static inline bool qlm_kv_visible(const qlm_kv *kv, int cell, int seq, int32_t pos)
 {
     return kv->pos[cell] >= 0 && kv->pos[cell] <= pos && (kv->seqs[cell] >> seq & 1);
 }
+
+/* Stores one token's K and V rows (kv_dim floats each), converted to the
+ * cache's types. */
+void qlm_kv_store(qlm_kv *kv, int layer, int cell, const float *k, const float *v);
+/* Reads a cell's K (V) row back as floats. */
+void qlm_kv_load_k(const qlm_kv *kv, int layer, int cell, float *out);
+void qlm_kv_load_v(const qlm_kv *kv, int layer, int cell, float *out);
 
 /* Claims n free cells, writing their indices to cells[]; each is given
  * pos[i] and sequence seq[i].  QLM_ERUNTIME when the cache is full. */
@@ -50,7 +91,15 @@ int qlm_kv_claim(qlm_kv *kv, int n, const int32_t *pos, const int32_t *seq, int 
 void qlm_kv_seq_rm(qlm_kv *kv, int seq, int32_t p0, int32_t p1);
 /* Makes dst see every cell of src with position in [p0, p1). */
 void qlm_kv_seq_cp(qlm_kv *kv, int src, int dst, int32_t p0, int32_t p1);
+/* Adds delta to the position of seq's cells in [p0, p1) and returns how
+ * many moved; their cell indices go to moved[] when it is not NULL (room
+ * for n_ctx).  Only positions change: re-rotating the keys is the model's
+ * part (qlm_ctx_seq_shift).  A cell shared with other sequences moves for
+ * all of them.  Cells pushed below position 0 are freed. */
+int qlm_kv_seq_add(qlm_kv *kv, int seq, int32_t p0, int32_t p1, int32_t delta, int *moved);
 /* Highest position in seq, or -1 if it has no cells. */
 int32_t qlm_kv_seq_pos_max(const qlm_kv *kv, int seq);
+/* Cells seq sees. */
+int qlm_kv_seq_count(const qlm_kv *kv, int seq);
 
 #endif

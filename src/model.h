@@ -87,6 +87,8 @@ typedef struct qlm_ctx_params {
     int n_ctx;     /* KV cells; 0: min(4096, n_ctx_train) */
     int n_batch;   /* most tokens per forward pass; 0: 512 */
     int n_threads; /* 0: physical cores */
+    qlm_kv_type type_k, type_v; /* KV element types; 0 (QLM_KV_DEFAULT): int8.
+                                 * llama.cpp parity needs QLM_KV_F32 */
 } qlm_ctx_params;
 
 int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_err *err);
