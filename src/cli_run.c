@@ -41,6 +41,7 @@ typedef struct run_opts {
     const char *system, *chat_template;
     int load_mode; /* gguf_load_mode, -1: default */
     qlm_kv_type type_k, type_v;
+    int n_keep; /* -2: no context shift */
 } run_opts;
 
 static void run_usage(FILE *f)
@@ -61,6 +62,9 @@ static void run_usage(FILE *f)
         "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
         "      --kv-type T         KV cache element type for K and V: int8 (default), f16, f32\n"
         "  -ctk, -ctv T            the same for K or V alone\n"
+        "      --keep N            when the context is full, keep the first N tokens (-1: the\n"
+        "                          whole prompt), drop the older half of the rest and go on\n"
+        "                          (default: stop at a full context)\n"
         "  -s, --seed N            random seed (default 0)\n"
         "      --temp X            temperature (default 0.8; 0 = greedy)\n"
         "      --top-k N           keep the N most likely tokens (default 40; 0 = off)\n"
@@ -88,7 +92,7 @@ static bool is_opt(const char *a, const char *s1, const char *s2)
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
-    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1};
+    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1, .n_keep = -2};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long l;
@@ -121,6 +125,9 @@ static int parse_args(int argc, char **argv, run_opts *o)
         else if (IS("-n", "--n-predict")) {
             if (!qlm_cli_int(a, v, -1, 1 << 30, &l)) return QLM_EUSAGE;
             o->n_predict = (int)l;
+        } else if (IS("--keep", NULL)) {
+            if (!qlm_cli_int(a, v, -1, 1 << 24, &l)) return QLM_EUSAGE;
+            o->n_keep = (int)l;
         } else if (IS("-c", "--ctx-size")) {
             if (!qlm_cli_int(a, v, 0, 1 << 24, &l)) return QLM_EUSAGE;
             o->n_ctx = (int)l;
@@ -334,7 +341,7 @@ int qlm_cmd_run(int argc, char **argv)
     const gguf_load_mode lm = o.load_mode < 0 ? GGUF_LOAD_MMAP : (gguf_load_mode)o.load_mode;
     if ((rc = qlm_model_load_mode(&m, o.model, lm, &err))) goto fail;
     qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads,
-                         .type_k = o.type_k, .type_v = o.type_v};
+                         .type_k = o.type_k, .type_v = o.type_v, .ctx_shift = o.n_keep > -2, .n_keep = o.n_keep};
     if ((rc = qlm_ctx_new(&ctx, m, &cp, &err))) goto fail;
     const double load_ms = qlm_now_ms() - t0;
     if (logs) {

@@ -31,11 +31,13 @@ struct qlm_ctx {
     int *vis_tok;   /* [n_threads][2] token whose list vis holds (-1: none), its length */
     int8_t *q8;     /* [n_threads][head_dim] int8 query */
     float *vrows;   /* [n_threads][n_ctx][head_dim] gathered f32 V rows */
+    float *krow;    /* [n_threads][KD] a key being re-rotated */
     void *mm;       /* activation quantization scratch */
     int *cells;     /* [T] KV cells of the micro-batch */
     int8_t *tiled;  /* [T] p.v in tinyBLAS order (see attention) */
     float *logits;  /* [n_logits][V] */
     int n_logits, logits_cap;
+    int shift_keep; /* qlm_ctx_shift_keep */
 };
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -49,6 +51,7 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->m = m;
     int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     c->n_batch = p && p->n_batch > 0 ? p->n_batch : 512;
+    c->shift_keep = p && p->ctx_shift ? (p->n_keep < 0 ? -1 : p->n_keep) : -2;
     c->n_threads = p && p->n_threads > 0 ? p->n_threads : gl_physical_cores();
     gl_set_threads(c->n_threads);
     int rc = qlm_kv_init(&c->kv, hp->n_layer, n_ctx, hp->n_head_kv, hp->head_dim,
@@ -79,12 +82,13 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->vis = malloc(NT * n_ctx * sizeof(int32_t));
     c->vis_tok = malloc(2 * NT * sizeof(int));
     c->q8 = malloc(NT * hp->head_dim);
+    c->krow = malloc(NT * KD * sizeof(float));
     c->vrows = c->kv.type_v == QLM_KV_F32 ? malloc(NT * n_ctx * hp->head_dim * sizeof(float)) : malloc(1);
     c->mm = malloc(mm ? mm : 1);
     c->cells = malloc(T * sizeof(int));
     c->tiled = malloc(T);
     if (!c->tiled || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
-        !c->vis || !c->vis_tok || !c->q8 || !c->vrows || !c->mm || !c->cells) {
+        !c->vis || !c->vis_tok || !c->q8 || !c->krow || !c->vrows || !c->mm || !c->cells) {
         qlm_ctx_free(c);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory allocating scratch for a %d-token batch",
                         c->n_batch);
@@ -98,13 +102,48 @@ void qlm_ctx_free(qlm_ctx *c)
     if (!c) return;
     qlm_kv_free(&c->kv);
     free(c->x); free(c->xn); free(c->q); free(c->k); free(c->v); free(c->att);
-    free(c->g); free(c->u); free(c->scores); free(c->vis); free(c->vis_tok); free(c->q8); free(c->vrows); free(c->mm); free(c->cells); free(c->tiled); free(c->logits);
+    free(c->g); free(c->u); free(c->scores); free(c->vis); free(c->vis_tok); free(c->q8); free(c->krow); free(c->vrows); free(c->mm); free(c->cells); free(c->tiled); free(c->logits);
     free(c);
 }
 
 int qlm_ctx_n_ctx(const qlm_ctx *c) { return c->kv.n_ctx; }
 int qlm_ctx_n_threads(const qlm_ctx *c) { return c->n_threads; }
 qlm_kv *qlm_ctx_kv(qlm_ctx *c) { return &c->kv; }
+int qlm_ctx_shift_keep(const qlm_ctx *c) { return c->shift_keep; }
+
+static gl_rope model_rope(const qlm_model *m)
+{
+    return (gl_rope){.n_rot = m->hp.n_rot, .freq_base = m->hp.rope_base, .freq_scale = m->hp.rope_freq_scale,
+                     .freq_factors = m->rope_freqs, .neox = m->arch->rope_neox};
+}
+
+int qlm_ctx_seq_shift(qlm_ctx *c, int seq, int32_t p0, int32_t p1, int32_t delta)
+{
+    qlm_kv *kv = &c->kv;
+    int32_t *moved = c->vis; /* attention's scratch, free between passes */
+    const int n = qlm_kv_seq_add(kv, seq, p0, p1, delta, moved);
+    const gl_rope rope = model_rope(c->m);
+    const int32_t d = delta;
+    #pragma omp parallel for collapse(2) schedule(static) num_threads(c->n_threads)
+    for (int l = 0; l < kv->n_layer; l++)
+        for (int i = 0; i < n; i++) {
+            float *row = c->krow + (size_t)omp_get_thread_num() * kv->kv_dim;
+            qlm_kv_load_k(kv, l, moved[i], row);
+            gl_rope_apply(row, &d, 1, kv->n_head_kv, kv->head_dim, &rope);
+            qlm_kv_store_k(kv, l, moved[i], row);
+        }
+    return n;
+}
+
+int qlm_ctx_context_shift(qlm_ctx *c, int seq, int n_keep)
+{
+    const int n_past = qlm_kv_seq_pos_max(&c->kv, seq) + 1;
+    const int n_discard = (n_past - n_keep) / 2;
+    if (n_keep < 0 || n_discard <= 0) return 0;
+    qlm_kv_seq_rm(&c->kv, seq, n_keep, n_keep + n_discard);
+    qlm_ctx_seq_shift(c, seq, n_keep + n_discard, -1, -n_discard);
+    return n_discard;
+}
 
 const float *qlm_logits(const qlm_ctx *c, int i)
 {

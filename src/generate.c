@@ -65,7 +65,14 @@ int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_pr
             st->stop = QLM_STOP_CALLER;
             break;
         }
-        if (pos >= n_ctx) { st->stop = QLM_STOP_CONTEXT; break; }
+        if (pos >= n_ctx) {
+            /* context shift (qlm_ctx_params.ctx_shift): drop the older half
+             * after the kept tokens and continue */
+            const int keep = qlm_ctx_shift_keep(c) == -1 ? n_prompt : qlm_ctx_shift_keep(c);
+            const int dropped = keep >= 0 && keep < n_ctx - 1 ? qlm_ctx_context_shift(c, 0, keep) : 0;
+            if (!dropped) { st->stop = QLM_STOP_CONTEXT; break; }
+            pos -= dropped;
+        }
         if (n_predict >= 0 && st->n_gen >= n_predict) { st->stop = QLM_STOP_LENGTH; break; }
         b.n = 0;
         qlm_batch_add(&b, tok, pos++, 0, true);

@@ -128,6 +128,12 @@ void qlm_kv_store(qlm_kv *kv, int layer, int cell, const float *k, const float *
               kv->n_head_kv, kv->head_dim, v);
 }
 
+void qlm_kv_store_k(qlm_kv *kv, int layer, int cell, const float *k)
+{
+    store_row(kv->type_k, qlm_kv_k_row(kv, layer, cell), kv->k_scale ? qlm_kv_k_scale(kv, layer, cell) : NULL,
+              kv->n_head_kv, kv->head_dim, k);
+}
+
 void qlm_kv_load_k(const qlm_kv *kv, int layer, int cell, float *out)
 {
     load_row(kv->type_k, qlm_kv_k_row(kv, layer, cell), kv->k_scale ? qlm_kv_k_scale(kv, layer, cell) : NULL,
@@ -195,7 +201,7 @@ void qlm_kv_seq_cp(qlm_kv *kv, int src, int dst, int32_t p0, int32_t p1)
             kv->seqs[c] |= 1ull << dst;
 }
 
-int qlm_kv_seq_add(qlm_kv *kv, int seq, int32_t p0, int32_t p1, int32_t delta, int *moved)
+int qlm_kv_seq_add(qlm_kv *kv, int seq, int32_t p0, int32_t p1, int32_t delta, int32_t *moved)
 {
     int n = 0;
     for (int c = 0; c < kv->n_top; c++) {

@@ -77,6 +77,8 @@ static inline bool qlm_kv_visible(const qlm_kv *kv, int cell, int seq, int32_t p
 /* Stores one token's K and V rows (kv_dim floats each), converted to the
  * cache's types. */
 void qlm_kv_store(qlm_kv *kv, int layer, int cell, const float *k, const float *v);
+/* Stores only the K row (a key re-rotated in place by a context shift). */
+void qlm_kv_store_k(qlm_kv *kv, int layer, int cell, const float *k);
 /* Reads a cell's K (V) row back as floats. */
 void qlm_kv_load_k(const qlm_kv *kv, int layer, int cell, float *out);
 void qlm_kv_load_v(const qlm_kv *kv, int layer, int cell, float *out);
@@ -96,7 +98,7 @@ void qlm_kv_seq_cp(qlm_kv *kv, int src, int dst, int32_t p0, int32_t p1);
  * for n_ctx).  Only positions change: re-rotating the keys is the model's
  * part (qlm_ctx_seq_shift).  A cell shared with other sequences moves for
  * all of them.  Cells pushed below position 0 are freed. */
-int qlm_kv_seq_add(qlm_kv *kv, int seq, int32_t p0, int32_t p1, int32_t delta, int *moved);
+int qlm_kv_seq_add(qlm_kv *kv, int seq, int32_t p0, int32_t p1, int32_t delta, int32_t *moved);
 /* Highest position in seq, or -1 if it has no cells. */
 int32_t qlm_kv_seq_pos_max(const qlm_kv *kv, int seq);
 /* Cells seq sees. */

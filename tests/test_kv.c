@@ -169,7 +169,7 @@ static void check_seq_ops(void)
     /* freed cells are reused lowest first */
     CHECK(claim1(&kv, 9, 3) == 3, "claim after rm reuses cell 3");
     /* shift: seq 1 positions [2, 4) move by -2; [0,2) are untouched */
-    int moved[16];
+    int32_t moved[16];
     const int n = qlm_kv_seq_add(&kv, 1, 2, -1, -2, moved);
     CHECK(n == 2, "moved %d cells", n);
     int at0 = 0;

@@ -5,7 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "src/generate.h"
 #include "src/model.h"
+#include "src/sample.h"
 #include "test.h"
 #include "tiny_model.h"
 
@@ -382,6 +384,84 @@ static void check_multi_seq_bit_exact(qlm_kv_type kvt)
     TEST_END();
 }
 
+/* qlm_ctx_seq_shift re-rotates keys: layer 0's keys depend only on the
+ * token and its position, so tokens decoded at positions 10.. and shifted
+ * by -10 must hold the keys of the same tokens decoded at 0.. (to float
+ * rounding of the two rotations; to one quantization step for int8).  Then
+ * the context shift itself: generation of 4x the context runs to the end. */
+static void check_shift(qlm_kv_type kvt, double tol)
+{
+    char name[64];
+    snprintf(name, sizeof name, "seq_shift_rerotates_keys_%s", qlm_kv_type_name(kvt));
+    TEST_BEGIN(name);
+    char path[] = "/tmp/qlm-test-model-XXXXXX";
+    close(mkstemp(path));
+    tiny_cfg cfg = tiny_default();
+    tiny_write(path, &cfg);
+    qlm_model *m = NULL;
+    qlm_err err = {0};
+    CHECK(qlm_model_load(&m, path, &err) == 0, "load: %s", err.msg);
+    if (m) {
+        qlm_ctx_params cp = {.n_ctx = 64, .n_threads = 2, .type_k = kvt, .type_v = kvt};
+        qlm_ctx *a = NULL, *b = NULL;
+        CHECK(qlm_ctx_new(&a, m, &cp, &err) == 0 && qlm_ctx_new(&b, m, &cp, &err) == 0, "ctx: %s", err.msg);
+        qlm_batch ba, bb;
+        qlm_batch_init(&ba, NT);
+        qlm_batch_init(&bb, NT);
+        for (int i = 0; i < NT; i++) {
+            qlm_batch_add(&ba, toks[i], 10 + i, 0, false);
+            qlm_batch_add(&bb, toks[i], i, 0, false);
+        }
+        CHECK(a && b && qlm_decode(a, &ba, &err) == 0 && qlm_decode(b, &bb, &err) == 0, "decode: %s", err.msg);
+        if (a && b) {
+            CHECK(qlm_ctx_seq_shift(a, 0, 10, -1, -10) == NT, "cells moved");
+            CHECK(qlm_kv_seq_pos_max(qlm_ctx_kv(a), 0) == NT - 1, "max pos after shift");
+            const qlm_kv *ka = qlm_ctx_kv(a), *kb = qlm_ctx_kv(b);
+            float ra[64], rb[64];
+            double worst = 0, amax = 0;
+            for (int i = 0; i < NT; i++) {
+                qlm_kv_load_k(ka, 0, i, ra);
+                qlm_kv_load_k(kb, 0, i, rb);
+                for (int e = 0; e < ka->kv_dim; e++) {
+                    worst = fmax(worst, fabs(ra[e] - rb[e]));
+                    amax = fmax(amax, fabs(rb[e]));
+                }
+            }
+            CHECK(worst <= tol * amax, "shifted keys differ from keys computed in place by %g (max |k| %g)", worst, amax);
+            /* without the re-rotation the keys would be far off */
+            CHECK(amax > 0.01, "keys are all ~0: the test proves nothing");
+        }
+        qlm_batch_free(&ba);
+        qlm_batch_free(&bb);
+        qlm_ctx_free(a);
+        qlm_ctx_free(b);
+    }
+    TEST_END();
+
+    snprintf(name, sizeof name, "context_shift_4x_ctx_%s", qlm_kv_type_name(kvt));
+    TEST_BEGIN(name);
+    if (m) {
+        qlm_ctx_params cp = {.n_ctx = 32, .n_threads = 2, .type_k = kvt, .type_v = kvt, .ctx_shift = true, .n_keep = 3};
+        qlm_ctx *c = NULL;
+        CHECK(qlm_ctx_new(&c, m, &cp, &err) == 0, "ctx: %s", err.msg);
+        qlm_sampler_params sp = qlm_sampler_defaults();
+        sp.temp = 0;
+        qlm_sampler *smp = qlm_sampler_new(&sp, m->hp.n_vocab);
+        qlm_gen_stats st;
+        /* the tiny model never says end-of-text at temp 0 in this prompt */
+        const int rc = c ? qlm_generate(c, m, toks, 6, 4 * 32, smp, NULL, NULL, &st, &err) : -1;
+        CHECK(rc == 0, "generate: %s", err.msg);
+        CHECK(rc || (st.n_gen == 128 && st.stop == QLM_STOP_LENGTH) || st.stop == QLM_STOP_EOG,
+              "generated %d of 128 tokens, stop %s", st.n_gen, qlm_stop_name(st.stop));
+        CHECK(c && qlm_kv_seq_count(qlm_ctx_kv(c), 0) <= 32, "cache over-full");
+        qlm_sampler_free(smp);
+        qlm_ctx_free(c);
+    }
+    qlm_model_free(m);
+    unlink(path);
+    TEST_END();
+}
+
 int main(int argc, char **argv)
 {
     /* Shell tests borrow the generator: test_model --write-tiny PATH */
@@ -400,5 +480,8 @@ int main(int argc, char **argv)
     check_multi_seq_bit_exact(QLM_KV_F32);
     check_multi_seq_bit_exact(QLM_KV_F16);
     check_multi_seq_bit_exact(QLM_KV_I8);
+    check_shift(QLM_KV_F32, 1e-5);
+    check_shift(QLM_KV_F16, 2e-3);
+    check_shift(QLM_KV_I8, 2.0 / 127);
     TEST_EXIT();
 }
