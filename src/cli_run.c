@@ -15,6 +15,7 @@
 #include "generate.h"
 #include "json.h"
 #include "model.h"
+#include "prompt_cache.h"
 #include "sample.h"
 #include "stop.h"
 #include "template.h"
@@ -42,6 +43,7 @@ typedef struct run_opts {
     int load_mode; /* gguf_load_mode, -1: default */
     qlm_kv_type type_k, type_v;
     int n_keep; /* -2: no context shift */
+    const char *prompt_cache;
 } run_opts;
 
 static void run_usage(FILE *f)
@@ -62,6 +64,8 @@ static void run_usage(FILE *f)
         "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
         "      --kv-type T         KV cache element type for K and V: int8 (default), f16, f32\n"
         "  -ctk, -ctv T            the same for K or V alone\n"
+        "      --prompt-cache F    reuse the KV of the prompt's longest prefix saved in file F,\n"
+        "                          and save this prompt's KV there\n"
         "      --keep N            when the context is full, keep the first N tokens (-1: the\n"
         "                          whole prompt), drop the older half of the rest and go on\n"
         "                          (default: stop at a full context)\n"
@@ -115,6 +119,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         else if (IS("-p", "--prompt")) o->prompt = v;
         else if (IS("-f", "--file")) o->prompt_file = v;
         else if (IS("--system", NULL)) o->system = v;
+        else if (IS("--prompt-cache", NULL)) o->prompt_cache = v;
         else if (IS("--chat-template", NULL)) o->chat_template = v;
         else if (IS("--stop", NULL)) {
             if (o->n_stops == (int)(sizeof o->stops / sizeof o->stops[0]))
@@ -377,9 +382,27 @@ int qlm_cmd_run(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_sigint);
+    /* A bad cache file is reported and ignored, never trusted; a missing
+     * one is simply the first run. */
+    double cache_ms = 0;
+    int n_cached = 0;
+    if (o.prompt_cache) {
+        const double tc = qlm_now_ms();
+        qlm_err cerr = {0};
+        if (qlm_prompt_cache_load(ctx, m, o.prompt_cache, ids, (int)n_ids, &n_cached, &cerr) &&
+            access(o.prompt_cache, F_OK) == 0)
+            fprintf(stderr, "qlm: warning: %s; ignored\n", cerr.msg);
+        cache_ms = qlm_now_ms() - tc;
+    }
     qlm_gen_stats st;
     rc = qlm_generate(ctx, m, ids, (int)n_ids, o.n_predict, smp, on_token, &out, &st, &err);
     if (rc) goto fail;
+    if (o.prompt_cache && st.n_reused < (int)n_ids - 1 &&
+        qlm_kv_seq_prefix(qlm_ctx_kv(ctx), 0, ids, (int)n_ids) == (int)n_ids) {
+        qlm_err cerr = {0};
+        if (qlm_prompt_cache_save(ctx, m, o.prompt_cache, (int)n_ids, &cerr))
+            fprintf(stderr, "qlm: warning: %s\n", cerr.msg);
+    }
     if (!out.stopped && !out.broken_pipe) {
         const char *rest;
         size_t rest_n;
@@ -408,8 +431,10 @@ int qlm_cmd_run(int argc, char **argv)
         }
     }
     if (logs) {
+        if (o.prompt_cache)
+            fprintf(stderr, "\nqlm: prompt cache: %d tokens loaded in %.0f ms, %d reused", n_cached, cache_ms, st.n_reused);
         fprintf(stderr, "\nqlm: time to first token %.0f ms; prompt %d tokens in %.0f ms (%.1f t/s), generated %d tokens in %.0f ms "
-                "(%.1f t/s), stop: %s\n", st.prompt_ms, st.n_prompt, st.prompt_ms,
+                "(%.1f t/s), stop: %s\n", cache_ms + st.prompt_ms, st.n_prompt, st.prompt_ms,
                 st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen, st.gen_ms,
                 st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, stop_name);
     }

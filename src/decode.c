@@ -228,7 +228,7 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
                           .neox = m->arch->rope_neox};
 
     for (int t = 0; t < T; t++) gl_get_row(&m->tok_embd, tok[t], c->x + (size_t)t * E);
-    int rc = qlm_kv_claim(&c->kv, T, pos, seq, c->cells, err);
+    int rc = qlm_kv_claim(&c->kv, T, tok, pos, seq, c->cells, err);
     if (rc) return rc;
     int per_seq[QLM_MAX_SEQ] = {0};
     for (int t = 0; t < T; t++) per_seq[seq[t]]++;

@@ -62,7 +62,8 @@ int qlm_kv_init(qlm_kv *kv, int n_layer, int n_ctx, int n_head_kv, int head_dim,
     if (kv->type_v == QLM_KV_I8) ok = ok && (kv->v_scale = calloc(rows * n_head_kv, sizeof(float)));
     kv->pos = malloc((size_t)n_ctx * sizeof *kv->pos);
     kv->seqs = malloc((size_t)n_ctx * sizeof *kv->seqs);
-    if (!ok || !kv->pos || !kv->seqs) {
+    kv->tok = malloc((size_t)n_ctx * sizeof *kv->tok);
+    if (!ok || !kv->pos || !kv->seqs || !kv->tok) {
         const double mib = qlm_kv_bytes(kv) / (double)(1 << 20);
         qlm_kv_free(kv);
         return qlm_fail(err, QLM_ERUNTIME,
@@ -80,6 +81,7 @@ void qlm_kv_free(qlm_kv *kv)
     free(kv->v_scale);
     free(kv->pos);
     free(kv->seqs);
+    free(kv->tok);
     memset(kv, 0, sizeof *kv);
 }
 
@@ -151,8 +153,8 @@ static void recount_top(qlm_kv *kv)
     while (kv->n_top > 0 && kv->pos[kv->n_top - 1] < 0) kv->n_top--;
 }
 
-int qlm_kv_claim(qlm_kv *kv, int n, const int32_t *pos, const int32_t *seq, int *cells,
-                 qlm_err *err)
+int qlm_kv_claim(qlm_kv *kv, int n, const int32_t *tok, const int32_t *pos, const int32_t *seq,
+                 int *cells, qlm_err *err)
 {
     if (n > kv->n_ctx - kv->n_used)
         return qlm_fail(err, QLM_ERUNTIME, "KV cache full: %d of %d cells used, %d more needed",
@@ -162,6 +164,7 @@ int qlm_kv_claim(qlm_kv *kv, int n, const int32_t *pos, const int32_t *seq, int 
     for (int i = 0; i < n; i++) {
         while (kv->pos[c] >= 0) c++;
         kv->pos[c] = pos[i];
+        kv->tok[c] = tok[i];
         kv->seqs[c] = 1ull << seq[i];
         cells[i] = c;
         if (c + 1 > kv->n_top) kv->n_top = c + 1;
@@ -224,6 +227,21 @@ int32_t qlm_kv_seq_pos_max(const qlm_kv *kv, int seq)
     for (int c = 0; c < kv->n_top; c++)
         if (kv->pos[c] > m && (kv->seqs[c] >> seq & 1)) m = kv->pos[c];
     return m;
+}
+
+int qlm_kv_seq_prefix(const qlm_kv *kv, int seq, const int32_t *toks, int n)
+{
+    if (n <= 0) return 0;
+    uint8_t *have = calloc((size_t)n, 1);
+    if (!have) return 0; /* no reuse is always correct */
+    for (int c = 0; c < kv->n_top; c++) {
+        const int32_t p = kv->pos[c];
+        if (p >= 0 && p < n && (kv->seqs[c] >> seq & 1) && kv->tok[c] == toks[p]) have[p] = 1;
+    }
+    int k = 0;
+    while (k < n && have[k]) k++;
+    free(have);
+    return k;
 }
 
 int qlm_kv_seq_count(const qlm_kv *kv, int seq)

@@ -37,6 +37,7 @@ typedef struct qlm_kv {
     void *k, *v;          /* [n_layer][n_ctx][kv_dim] elements of type_k / type_v */
     float *k_scale, *v_scale; /* int8: [n_layer][n_ctx][n_head_kv], else NULL */
     int32_t *pos;    /* [n_ctx] position of the token in a cell, -1 if free */
+    int32_t *tok;    /* [n_ctx] its token id (prefix reuse compares them) */
     uint64_t *seqs;  /* [n_ctx] bit s set: sequence s sees this cell */
     int n_used;      /* cells in use */
     int n_top;       /* 1 + highest used cell: attention scans [0, n_top) */
@@ -84,9 +85,10 @@ void qlm_kv_load_k(const qlm_kv *kv, int layer, int cell, float *out);
 void qlm_kv_load_v(const qlm_kv *kv, int layer, int cell, float *out);
 
 /* Claims n free cells, writing their indices to cells[]; each is given
- * pos[i] and sequence seq[i].  QLM_ERUNTIME when the cache is full. */
-int qlm_kv_claim(qlm_kv *kv, int n, const int32_t *pos, const int32_t *seq, int *cells,
-                 qlm_err *err);
+ * token tok[i], pos[i] and sequence seq[i].  QLM_ERUNTIME when the cache
+ * is full. */
+int qlm_kv_claim(qlm_kv *kv, int n, const int32_t *tok, const int32_t *pos, const int32_t *seq,
+                 int *cells, qlm_err *err);
 
 /* Removes sequence seq (all sequences if seq < 0) from cells with position
  * in [p0, p1) (p1 < 0: no upper bound); cells left with no sequence are freed. */
@@ -101,6 +103,9 @@ void qlm_kv_seq_cp(qlm_kv *kv, int src, int dst, int32_t p0, int32_t p1);
 int qlm_kv_seq_add(qlm_kv *kv, int seq, int32_t p0, int32_t p1, int32_t delta, int32_t *moved);
 /* Highest position in seq, or -1 if it has no cells. */
 int32_t qlm_kv_seq_pos_max(const qlm_kv *kv, int seq);
+/* Length of the longest prefix toks[0..k) (k <= n) that seq holds as
+ * positions 0..k-1: the prompt tokens whose KV can be reused. */
+int qlm_kv_seq_prefix(const qlm_kv *kv, int seq, const int32_t *toks, int n);
 /* Cells seq sees. */
 int qlm_kv_seq_count(const qlm_kv *kv, int seq);
 

@@ -30,3 +30,25 @@ done
 $QLM run -m "$M" -p "hello" -c 32 -n 128 --temp 0 --json >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc = 0 ] && grep -q '"stop_reason":"context"' "$tmp/out"; then pass no_keep_stops_at_context
 else fail no_keep_stops_at_context "rc=$rc $(head -c 300 "$tmp/out")"; fi
+
+# --prompt-cache: the second run reuses the prompt, with the same text; a
+# damaged file gets one warning line and the run goes on as without it.
+P="$(printf 'abcdefghij%.0s' 1 2 3 4 5 6 7 8)"
+$QLM run -m "$M" -p "$P" -n 8 --temp 0 >"$tmp/nocache" 2>/dev/null
+$QLM run -m "$M" -p "$P" -n 8 --temp 0 --prompt-cache "$tmp/pc" -v >"$tmp/out1" 2>"$tmp/err1"; rc1=$?
+$QLM run -m "$M" -p "$P" -n 8 --temp 0 --prompt-cache "$tmp/pc" -v >"$tmp/out2" 2>"$tmp/err2"; rc2=$?
+if [ $rc1 = 0 ] && [ $rc2 = 0 ] && [ -s "$tmp/pc" ] && grep -q 'prompt cache: 0 tokens loaded' "$tmp/err1" &&
+   grep -q 'prompt cache: [1-9][0-9]* tokens loaded.*reused' "$tmp/err2" && ! grep -q warning "$tmp/err1" &&
+   cmp -s "$tmp/nocache" "$tmp/out1"; then pass prompt_cache_cli_reuse
+else fail prompt_cache_cli_reuse "rc=$rc1/$rc2 $(grep 'prompt cache\|warning' "$tmp/err1" "$tmp/err2" | head -3)"; fi
+
+head -c 300 "$tmp/pc" > "$tmp/pc.bad"
+$QLM run -m "$M" -p "$P" -n 8 --temp 0 --prompt-cache "$tmp/pc.bad" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^qlm: warning: prompt cache .*truncated.*; ignored$' "$tmp/err" &&
+   cmp -s "$tmp/nocache" "$tmp/out"; then pass prompt_cache_cli_truncated_ignored
+else fail prompt_cache_cli_truncated_ignored "rc=$rc $(head -2 "$tmp/err")"; fi
+
+$QLM run -m "$M" -p "$P" -n 8 --temp 0 --kv-type f16 --prompt-cache "$tmp/pc" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^qlm: warning: prompt cache .*KV types' "$tmp/err"; then
+    pass prompt_cache_cli_other_kv_type
+else fail prompt_cache_cli_other_kv_type "rc=$rc $(head -2 "$tmp/err")"; fi

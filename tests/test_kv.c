@@ -146,7 +146,8 @@ static int claim1(qlm_kv *kv, int32_t pos, int32_t seq)
 {
     int cell;
     qlm_err err;
-    return qlm_kv_claim(kv, 1, &pos, &seq, &cell, &err) ? -1 : cell;
+    const int32_t tok = 100 + pos;
+    return qlm_kv_claim(kv, 1, &tok, &pos, &seq, &cell, &err) ? -1 : cell;
 }
 
 static void check_seq_ops(void)
@@ -158,6 +159,11 @@ static void check_seq_ops(void)
     for (int i = 0; i < 6; i++) claim1(&kv, i, 0);
     for (int i = 0; i < 4; i++) claim1(&kv, i, 1);
     CHECK(kv.n_used == 10 && kv.n_top == 10, "used %d top %d", kv.n_used, kv.n_top);
+    /* prefix: tokens 100+p at positions p */
+    const int32_t want[8] = {100, 101, 102, 103, 104, 999, 106, 107};
+    CHECK(qlm_kv_seq_prefix(&kv, 0, want, 8) == 5, "seq 0 prefix %d", qlm_kv_seq_prefix(&kv, 0, want, 8));
+    CHECK(qlm_kv_seq_prefix(&kv, 1, want, 8) == 4, "seq 1 prefix %d", qlm_kv_seq_prefix(&kv, 1, want, 8));
+    CHECK(qlm_kv_seq_prefix(&kv, 5, want, 8) == 0, "empty seq prefix");
     /* copy: seq 2 shares seq 0's first three cells, no new cells */
     qlm_kv_seq_cp(&kv, 0, 2, 0, 3);
     CHECK(qlm_kv_seq_count(&kv, 2) == 3 && kv.n_used == 10, "cp: %d cells, %d used", qlm_kv_seq_count(&kv, 2), kv.n_used);
