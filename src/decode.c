@@ -177,9 +177,8 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
     const qlm_hparams *hp = &c->m->hp;
     const qlm_kv *kv = &c->kv;
     const int D = hp->head_dim, H = hp->n_head, group = hp->n_head / hp->n_head_kv;
-    const int QD = H * D, KD = kv->kv_dim, n_ctx = kv->n_ctx;
+    const int QD = H * D, n_ctx = kv->n_ctx;
     const size_t win = (size_t)(n_ctx + 255) / 256 * 256;
-    const size_t ek = qlm_kv_elem_size(kv->type_k), ev = qlm_kv_elem_size(kv->type_v);
     const float scale = 1.0f / sqrtf((float)D);
     for (int i = 0; i < c->n_threads; i++) c->vis_tok[2 * i] = -1;
     /* num_threads: the scratch has n_threads slots, whatever another
@@ -200,13 +199,11 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
             }
             const int kvh = h / group;
             const gl_kv_view kview = {
-                .type = elem_of(kv->type_k), .ld = KD, .lds = kv->n_head_kv,
-                .data = (const char *)qlm_kv_k_row(kv, layer, 0) + (size_t)kvh * D * ek,
-                .scale = kv->k_scale ? qlm_kv_k_scale(kv, layer, 0) + kvh : NULL};
+                .type = elem_of(kv->type_k), .ld = D, .lds = 1, .data = qlm_kv_k_at(kv, layer, kvh, 0),
+                .scale = kv->k_scale ? qlm_kv_k_scale(kv, layer, kvh, 0) : NULL};
             const gl_kv_view vview = {
-                .type = elem_of(kv->type_v), .ld = KD, .lds = kv->n_head_kv,
-                .data = (const char *)qlm_kv_v_row(kv, layer, 0) + (size_t)kvh * D * ev,
-                .scale = kv->v_scale ? qlm_kv_v_scale(kv, layer, 0) + kvh : NULL};
+                .type = elem_of(kv->type_v), .ld = D, .lds = 1, .data = qlm_kv_v_at(kv, layer, kvh, 0),
+                .scale = kv->v_scale ? qlm_kv_v_scale(kv, layer, kvh, 0) : NULL};
             gl_attn_scratch sc = {.s = c->scores + (size_t)th * win, .q8 = c->q8 + (size_t)th * D,
                                   .vrows = c->vrows + (kv->type_v == QLM_KV_F32 ? (size_t)th * n_ctx * D : 0)};
             const bool contiguous = n == 0 || vis[n - 1] == n - 1;

@@ -95,57 +95,51 @@ void qlm_kv_clear(qlm_kv *kv)
     kv->n_top = 0;
 }
 
-static void store_row(qlm_kv_type t, void *row, float *scale, int n_head, int hd, const float *x)
+/* One token's row of one side (K or V) to and from its heads. */
+static void side_io(qlm_kv *kv, bool is_k, int layer, int cell, float *x, bool store)
 {
-    const int n = n_head * hd;
-    if (t == QLM_KV_F32) {
-        memcpy(row, x, sizeof(float) * (size_t)n);
-    } else if (t == QLM_KV_F16) {
-        uint16_t *h = row;
-        for (int i = 0; i < n; i++) h[i] = qt_f32_to_f16(x[i]);
-    } else {
-        for (int h = 0; h < n_head; h++) scale[h] = qt_kv_quantize_i8(hd, x + h * hd, (int8_t *)row + h * hd);
-    }
-}
-
-static void load_row(qlm_kv_type t, const void *row, const float *scale, int n_head, int hd, float *out)
-{
-    const int n = n_head * hd;
-    if (t == QLM_KV_F32) {
-        memcpy(out, row, sizeof(float) * (size_t)n);
-    } else if (t == QLM_KV_F16) {
-        const uint16_t *h = row;
-        for (int i = 0; i < n; i++) out[i] = qt_f16_to_f32(h[i]);
-    } else {
-        const int8_t *q = row;
-        for (int i = 0; i < n; i++) out[i] = scale[i / hd] * q[i];
+    const qlm_kv_type t = is_k ? kv->type_k : kv->type_v;
+    const int hd = kv->head_dim;
+    for (int h = 0; h < kv->n_head_kv; h++) {
+        void *row = is_k ? qlm_kv_k_at(kv, layer, h, cell) : qlm_kv_v_at(kv, layer, h, cell);
+        float *xh = x + h * hd;
+        if (t == QLM_KV_F32) {
+            if (store) memcpy(row, xh, sizeof(float) * (size_t)hd);
+            else memcpy(xh, row, sizeof(float) * (size_t)hd);
+        } else if (t == QLM_KV_F16) {
+            uint16_t *r = row;
+            for (int i = 0; i < hd; i++) {
+                if (store) r[i] = qt_f32_to_f16(xh[i]);
+                else xh[i] = qt_f16_to_f32(r[i]);
+            }
+        } else {
+            float *sc = is_k ? qlm_kv_k_scale(kv, layer, h, cell) : qlm_kv_v_scale(kv, layer, h, cell);
+            int8_t *q = row;
+            if (store) *sc = qt_kv_quantize_i8(hd, xh, q);
+            else for (int i = 0; i < hd; i++) xh[i] = *sc * q[i];
+        }
     }
 }
 
 void qlm_kv_store(qlm_kv *kv, int layer, int cell, const float *k, const float *v)
 {
-    store_row(kv->type_k, qlm_kv_k_row(kv, layer, cell), kv->k_scale ? qlm_kv_k_scale(kv, layer, cell) : NULL,
-              kv->n_head_kv, kv->head_dim, k);
-    store_row(kv->type_v, qlm_kv_v_row(kv, layer, cell), kv->v_scale ? qlm_kv_v_scale(kv, layer, cell) : NULL,
-              kv->n_head_kv, kv->head_dim, v);
+    side_io(kv, true, layer, cell, (float *)k, true);
+    side_io(kv, false, layer, cell, (float *)v, true);
 }
 
 void qlm_kv_store_k(qlm_kv *kv, int layer, int cell, const float *k)
 {
-    store_row(kv->type_k, qlm_kv_k_row(kv, layer, cell), kv->k_scale ? qlm_kv_k_scale(kv, layer, cell) : NULL,
-              kv->n_head_kv, kv->head_dim, k);
+    side_io(kv, true, layer, cell, (float *)k, true);
 }
 
 void qlm_kv_load_k(const qlm_kv *kv, int layer, int cell, float *out)
 {
-    load_row(kv->type_k, qlm_kv_k_row(kv, layer, cell), kv->k_scale ? qlm_kv_k_scale(kv, layer, cell) : NULL,
-             kv->n_head_kv, kv->head_dim, out);
+    side_io((qlm_kv *)kv, true, layer, cell, out, false);
 }
 
 void qlm_kv_load_v(const qlm_kv *kv, int layer, int cell, float *out)
 {
-    load_row(kv->type_v, qlm_kv_v_row(kv, layer, cell), kv->v_scale ? qlm_kv_v_scale(kv, layer, cell) : NULL,
-             kv->n_head_kv, kv->head_dim, out);
+    side_io((qlm_kv *)kv, false, layer, cell, out, false);
 }
 
 static void recount_top(qlm_kv *kv)

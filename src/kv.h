@@ -34,8 +34,11 @@ int qlm_kv_type_parse(const char *s);
 typedef struct qlm_kv {
     int n_layer, n_ctx, n_head_kv, head_dim, kv_dim; /* kv_dim = n_head_kv * head_dim */
     qlm_kv_type type_k, type_v;                      /* never QLM_KV_DEFAULT */
-    void *k, *v;          /* [n_layer][n_ctx][kv_dim] elements of type_k / type_v */
-    float *k_scale, *v_scale; /* int8: [n_layer][n_ctx][n_head_kv], else NULL */
+    /* Head-major, so that attention streams one head's rows contiguously
+     * and a head's memory can live on the NUMA node of the threads that
+     * read it. */
+    void *k, *v;          /* [n_layer][n_head_kv][n_ctx][head_dim] of type_k / type_v */
+    float *k_scale, *v_scale; /* int8: [n_layer][n_head_kv][n_ctx], else NULL */
     int32_t *pos;    /* [n_ctx] position of the token in a cell, -1 if free */
     int32_t *tok;    /* [n_ctx] its token id (prefix reuse compares them) */
     uint64_t *seqs;  /* [n_ctx] bit s set: sequence s sees this cell */
@@ -53,22 +56,28 @@ size_t qlm_kv_bytes(const qlm_kv *kv);
 /* Bytes of one element of t (int8: 1; its scales are counted apart). */
 size_t qlm_kv_elem_size(qlm_kv_type t);
 
-/* Start of the K (V) row of cell in layer, in the cache's element type. */
-static inline void *qlm_kv_k_row(const qlm_kv *kv, int layer, int cell)
+/* The head_dim elements of KV head `head` of cell in layer, in the
+ * cache's type; cell + 1 follows at head_dim elements.  int8 scales:
+ * one float per (layer, head, cell). */
+static inline int64_t qlm_kv_slot(const qlm_kv *kv, int layer, int head, int cell)
 {
-    return (char *)kv->k + ((int64_t)layer * kv->n_ctx + cell) * kv->kv_dim * (int64_t)qlm_kv_elem_size(kv->type_k);
+    return ((int64_t)layer * kv->n_head_kv + head) * kv->n_ctx + cell;
 }
-static inline void *qlm_kv_v_row(const qlm_kv *kv, int layer, int cell)
+static inline void *qlm_kv_k_at(const qlm_kv *kv, int layer, int head, int cell)
 {
-    return (char *)kv->v + ((int64_t)layer * kv->n_ctx + cell) * kv->kv_dim * (int64_t)qlm_kv_elem_size(kv->type_v);
+    return (char *)kv->k + qlm_kv_slot(kv, layer, head, cell) * kv->head_dim * (int64_t)qlm_kv_elem_size(kv->type_k);
 }
-static inline float *qlm_kv_k_scale(const qlm_kv *kv, int layer, int cell)
+static inline void *qlm_kv_v_at(const qlm_kv *kv, int layer, int head, int cell)
 {
-    return kv->k_scale + ((int64_t)layer * kv->n_ctx + cell) * kv->n_head_kv;
+    return (char *)kv->v + qlm_kv_slot(kv, layer, head, cell) * kv->head_dim * (int64_t)qlm_kv_elem_size(kv->type_v);
 }
-static inline float *qlm_kv_v_scale(const qlm_kv *kv, int layer, int cell)
+static inline float *qlm_kv_k_scale(const qlm_kv *kv, int layer, int head, int cell)
 {
-    return kv->v_scale + ((int64_t)layer * kv->n_ctx + cell) * kv->n_head_kv;
+    return kv->k_scale + qlm_kv_slot(kv, layer, head, cell);
+}
+static inline float *qlm_kv_v_scale(const qlm_kv *kv, int layer, int head, int cell)
+{
+    return kv->v_scale + qlm_kv_slot(kv, layer, head, cell);
 }
 static inline bool qlm_kv_visible(const qlm_kv *kv, int cell, int seq, int32_t pos)
 {

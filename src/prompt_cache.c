@@ -44,15 +44,16 @@ static size_t file_bytes(const qlm_kv *kv, size_t n_tok)
 static char *cell_io(qlm_kv *kv, int layer, int cell, bool is_k, char *p, bool save)
 {
     const qlm_kv_type t = is_k ? kv->type_k : kv->type_v;
-    void *row = is_k ? qlm_kv_k_row(kv, layer, cell) : qlm_kv_v_row(kv, layer, cell);
-    const size_t rb = (size_t)kv->kv_dim * qlm_kv_elem_size(t);
-    if (save) memcpy(p, row, rb); else memcpy(row, p, rb);
-    p += rb;
-    if (t == QLM_KV_I8) {
-        float *sc = is_k ? qlm_kv_k_scale(kv, layer, cell) : qlm_kv_v_scale(kv, layer, cell);
-        const size_t sb = kv->n_head_kv * sizeof(float);
-        if (save) memcpy(p, sc, sb); else memcpy(sc, p, sb);
-        p += sb;
+    const size_t rb = (size_t)kv->head_dim * qlm_kv_elem_size(t);
+    for (int h = 0; h < kv->n_head_kv; h++) {
+        void *row = is_k ? qlm_kv_k_at(kv, layer, h, cell) : qlm_kv_v_at(kv, layer, h, cell);
+        if (save) memcpy(p, row, rb); else memcpy(row, p, rb);
+        p += rb;
+    }
+    for (int h = 0; t == QLM_KV_I8 && h < kv->n_head_kv; h++) {
+        float *sc = is_k ? qlm_kv_k_scale(kv, layer, h, cell) : qlm_kv_v_scale(kv, layer, h, cell);
+        if (save) memcpy(p, sc, sizeof *sc); else memcpy(sc, p, sizeof *sc);
+        p += sizeof *sc;
     }
     return p;
 }

@@ -102,11 +102,12 @@ int main(void)
         const qlm_kv *ka = qlm_ctx_kv(a), *kb = qlm_ctx_kv(b);
         int same = 1;
         for (int l = 0; l < ka->n_layer; l++)
-            for (int i = 0; i < NP; i++)
-                same &= !memcmp(qlm_kv_k_row(ka, l, i), qlm_kv_k_row(kb, l, i), (size_t)ka->kv_dim) &&
-                        !memcmp(qlm_kv_v_row(ka, l, i), qlm_kv_v_row(kb, l, i), (size_t)ka->kv_dim) &&
-                        !memcmp(qlm_kv_k_scale(ka, l, i), qlm_kv_k_scale(kb, l, i), sizeof(float) * ka->n_head_kv) &&
-                        !memcmp(qlm_kv_v_scale(ka, l, i), qlm_kv_v_scale(kb, l, i), sizeof(float) * ka->n_head_kv);
+            for (int h = 0; h < ka->n_head_kv; h++)
+                for (int i = 0; i < NP; i++)
+                    same &= !memcmp(qlm_kv_k_at(ka, l, h, i), qlm_kv_k_at(kb, l, h, i), (size_t)ka->head_dim) &&
+                            !memcmp(qlm_kv_v_at(ka, l, h, i), qlm_kv_v_at(kb, l, h, i), (size_t)ka->head_dim) &&
+                            *qlm_kv_k_scale(ka, l, h, i) == *qlm_kv_k_scale(kb, l, h, i) &&
+                            *qlm_kv_v_scale(ka, l, h, i) == *qlm_kv_v_scale(kb, l, h, i);
         CHECK(same, "loaded K/V differ from the saved ones");
         /* the next token decodes to the same logits from either cache */
         const int32_t next = 42;
