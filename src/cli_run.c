@@ -15,6 +15,7 @@
 #include "generate.h"
 #include "json.h"
 #include "model.h"
+#include "ggml-lite/numa.h"
 #include "prompt_cache.h"
 #include "sample.h"
 #include "stop.h"
@@ -44,6 +45,7 @@ typedef struct run_opts {
     qlm_kv_type type_k, type_v;
     int n_keep; /* -2: no context shift */
     const char *prompt_cache;
+    int numa;
 } run_opts;
 
 static void run_usage(FILE *f)
@@ -64,6 +66,8 @@ static void run_usage(FILE *f)
         "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
         "      --kv-type T         KV cache element type for K and V: int8 (default), f16, f32\n"
         "  -ctk, -ctv T            the same for K or V alone\n"
+        "      --numa MODE         distribute (default: threads and KV heads spread over NUMA\n"
+        "                          nodes), isolate (all on this node) or off\n"
         "      --prompt-cache F    reuse the KV of the prompt's longest prefix saved in file F,\n"
         "                          and save this prompt's KV there\n"
         "      --keep N            when the context is full, keep the first N tokens (-1: the\n"
@@ -120,6 +124,10 @@ static int parse_args(int argc, char **argv, run_opts *o)
         else if (IS("-f", "--file")) o->prompt_file = v;
         else if (IS("--system", NULL)) o->system = v;
         else if (IS("--prompt-cache", NULL)) o->prompt_cache = v;
+        else if (IS("--numa", NULL)) {
+            if ((o->numa = gl_numa_mode_parse(v)) < 0)
+                return qlm_cli_error(QLM_EUSAGE, "--numa: expected distribute, isolate or off, got '%s'", v);
+        }
         else if (IS("--chat-template", NULL)) o->chat_template = v;
         else if (IS("--stop", NULL)) {
             if (o->n_stops == (int)(sizeof o->stops / sizeof o->stops[0]))
@@ -346,7 +354,8 @@ int qlm_cmd_run(int argc, char **argv)
     const gguf_load_mode lm = o.load_mode < 0 ? GGUF_LOAD_MMAP : (gguf_load_mode)o.load_mode;
     if ((rc = qlm_model_load_mode(&m, o.model, lm, &err))) goto fail;
     qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads,
-                         .type_k = o.type_k, .type_v = o.type_v, .ctx_shift = o.n_keep > -2, .n_keep = o.n_keep};
+                         .type_k = o.type_k, .type_v = o.type_v, .ctx_shift = o.n_keep > -2, .n_keep = o.n_keep,
+                         .numa = o.numa};
     if ((rc = qlm_ctx_new(&ctx, m, &cp, &err))) goto fail;
     const double load_ms = qlm_now_ms() - t0;
     if (logs) {
@@ -355,6 +364,7 @@ int qlm_cmd_run(int argc, char **argv)
                 "KV cache K %s V %s, %zu bytes (%.1f MiB)\n", m->name, m->arch->name, m->hp.n_layer,
                 qlm_ctx_n_ctx(ctx), gguf_load_mode_name(lm), load_ms, qlm_kv_type_name(kv->type_k),
                 qlm_kv_type_name(kv->type_v), qlm_kv_bytes(kv), qlm_kv_bytes(kv) / (double)(1 << 20));
+        fprintf(stderr, "qlm: %s, %d threads\n", qlm_ctx_numa(ctx), qlm_ctx_n_threads(ctx));
     }
 
     if (o.chat && (rc = apply_chat(&o, m, &text, &text_len, &err))) goto fail;

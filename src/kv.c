@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ggml-lite/arena.h"
 #include "quant/fp16.h"
 #include "quant/kv_ops.h"
 
@@ -55,11 +56,11 @@ int qlm_kv_init(qlm_kv *kv, int n_layer, int n_ctx, int n_head_kv, int head_dim,
     const size_t rows = (size_t)n_layer * (size_t)n_ctx, n = rows * (size_t)kv->kv_dim;
     /* zeroed: finite even where never written (attention may multiply an
      * unwritten row by a zero weight) */
-    kv->k = calloc(n, qlm_kv_elem_size(kv->type_k));
-    kv->v = calloc(n, qlm_kv_elem_size(kv->type_v));
+    kv->k = gl_arena_alloc(n * qlm_kv_elem_size(kv->type_k));
+    kv->v = gl_arena_alloc(n * qlm_kv_elem_size(kv->type_v));
     bool ok = kv->k && kv->v;
-    if (kv->type_k == QLM_KV_I8) ok = ok && (kv->k_scale = calloc(rows * n_head_kv, sizeof(float)));
-    if (kv->type_v == QLM_KV_I8) ok = ok && (kv->v_scale = calloc(rows * n_head_kv, sizeof(float)));
+    if (kv->type_k == QLM_KV_I8) ok = ok && (kv->k_scale = gl_arena_alloc(rows * n_head_kv * sizeof(float)));
+    if (kv->type_v == QLM_KV_I8) ok = ok && (kv->v_scale = gl_arena_alloc(rows * n_head_kv * sizeof(float)));
     kv->pos = malloc((size_t)n_ctx * sizeof *kv->pos);
     kv->seqs = malloc((size_t)n_ctx * sizeof *kv->seqs);
     kv->tok = malloc((size_t)n_ctx * sizeof *kv->tok);
@@ -75,14 +76,31 @@ int qlm_kv_init(qlm_kv *kv, int n_layer, int n_ctx, int n_head_kv, int head_dim,
 
 void qlm_kv_free(qlm_kv *kv)
 {
-    free(kv->k);
-    free(kv->v);
-    free(kv->k_scale);
-    free(kv->v_scale);
+    const size_t rows = (size_t)kv->n_layer * (size_t)kv->n_ctx, n = rows * (size_t)kv->kv_dim;
+    gl_arena_free(kv->k, n * qlm_kv_elem_size(kv->type_k));
+    gl_arena_free(kv->v, n * qlm_kv_elem_size(kv->type_v));
+    gl_arena_free(kv->k_scale, rows * kv->n_head_kv * sizeof(float));
+    gl_arena_free(kv->v_scale, rows * kv->n_head_kv * sizeof(float));
     free(kv->pos);
     free(kv->seqs);
     free(kv->tok);
     memset(kv, 0, sizeof *kv);
+}
+
+int qlm_kv_place(qlm_kv *kv, hwloc_topology_t topo, const gl_numa_plan *plan)
+{
+    if (!plan->bound) return 0;
+    int bad = 0;
+    const size_t nc = (size_t)kv->n_ctx, hd = (size_t)kv->head_dim;
+    for (int l = 0; l < kv->n_layer; l++)
+        for (int h = 0; h < kv->n_head_kv; h++) {
+            const int nd = plan->head_node[h < plan->n_heads ? h : 0];
+            bad |= gl_numa_bind_area(topo, plan, nd, qlm_kv_k_at(kv, l, h, 0), nc * hd * qlm_kv_elem_size(kv->type_k));
+            bad |= gl_numa_bind_area(topo, plan, nd, qlm_kv_v_at(kv, l, h, 0), nc * hd * qlm_kv_elem_size(kv->type_v));
+            if (kv->k_scale) bad |= gl_numa_bind_area(topo, plan, nd, qlm_kv_k_scale(kv, l, h, 0), nc * sizeof(float));
+            if (kv->v_scale) bad |= gl_numa_bind_area(topo, plan, nd, qlm_kv_v_scale(kv, l, h, 0), nc * sizeof(float));
+        }
+    return bad ? -1 : 0;
 }
 
 void qlm_kv_clear(qlm_kv *kv)

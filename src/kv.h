@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "ggml-lite/numa.h"
 
 #define QLM_MAX_SEQ 64 /* a cell's sequence set is a 64-bit mask */
 
@@ -50,6 +51,12 @@ int qlm_kv_init(qlm_kv *kv, int n_layer, int n_ctx, int n_head_kv, int head_dim,
                 qlm_kv_type type_k, qlm_kv_type type_v, qlm_err *err);
 void qlm_kv_free(qlm_kv *kv);
 void qlm_kv_clear(qlm_kv *kv);
+
+/* Binds each KV head's slabs (all layers, K, V, scales) to the plan's
+ * node for that head; nothing when the plan is not bound.  The pages are
+ * still untouched, so they are placed on first use.  0, or -1 if the OS
+ * refused some binding (the cache works either way). */
+int qlm_kv_place(qlm_kv *kv, hwloc_topology_t topo, const gl_numa_plan *plan);
 
 /* Bytes of K and V data (scales included) for the whole cache. */
 size_t qlm_kv_bytes(const qlm_kv *kv);

@@ -91,6 +91,7 @@ typedef struct qlm_ctx_params {
                                  * llama.cpp parity needs QLM_KV_F32 */
     bool ctx_shift; /* generation shifts the context instead of stopping when full */
     int n_keep;     /* with ctx_shift: tokens kept at the start (-1: the prompt) */
+    int numa;       /* gl_numa_mode: 0 distribute (one node: plain), isolate, off */
 } qlm_ctx_params;
 
 int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_err *err);
@@ -100,6 +101,9 @@ int qlm_ctx_n_threads(const qlm_ctx *c);
 qlm_kv *qlm_ctx_kv(qlm_ctx *c);
 /* The ctx_shift setting: tokens to keep (-1: the prompt), or -2 when off. */
 int qlm_ctx_shift_keep(const qlm_ctx *c);
+/* How threads and KV memory were placed, e.g. "distribute over 2 NUMA
+ * nodes" or "one NUMA node: plain allocations". */
+const char *qlm_ctx_numa(const qlm_ctx *c);
 
 /* Adds delta to the positions of seq's cells in [p0, p1) (p1 < 0: no
  * bound) and re-rotates their keys in place by delta, as if they had been
