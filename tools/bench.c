@@ -19,7 +19,7 @@ typedef struct bench_opts {
     int pp[MAX_LIST], n_pp;
     int tg[MAX_LIST], n_tg;
     int threads[MAX_LIST], n_threads;
-    int reps, n_batch;
+    int reps, n_batch, depth;
     qlm_kv_type kv_k[MAX_LIST], kv_v[MAX_LIST];
     int n_kv;
     enum { OUT_TABLE, OUT_CSV, OUT_JSON } out;
@@ -39,6 +39,7 @@ static void bench_usage(FILE *f)
         "  -t, --threads LIST   thread counts (default: physical cores)\n"
         "  -r, --repetitions N  runs per test after one warm-up (default 5)\n"
         "  -b, --batch-size N   tokens per forward pass in pp (default 512)\n"
+        "  -d, --n-depth N      run each test after N tokens of context (default 0)\n"
         "      --kv-type LIST   KV cache types to compare, e.g. int8,f16,f32 (default int8)\n"
         "  -ctk, -ctv T         K or V cache type alone (one configuration)\n"
         "  -o, --output FMT     table (default), csv or json\n"
@@ -101,6 +102,9 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             if (!qlm_cli_int(a, v, 1, 1000, &l)) return QLM_EUSAGE;
             o->reps = (int)l;
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) {
+            if (!qlm_cli_int(a, v, 0, 1 << 20, &l)) return QLM_EUSAGE;
+            o->depth = (int)l;
         } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
             if (!qlm_cli_int(a, v, 1, 1 << 16, &l)) return QLM_EUSAGE;
             o->n_batch = (int)l;
@@ -116,12 +120,29 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     return 0;
 }
 
-/* One timed run: a pp test decodes n random tokens as one batch, a tg test
- * decodes n tokens one at a time; both from an empty cache, as llama-bench
- * does.  Returns elapsed ms, or < 0 on error. */
-static double run_once(qlm_ctx *c, const qlm_model *m, int n, int is_pp, uint64_t *rng, qlm_err *err)
+/* Fills positions [0, depth) of sequence 0 with random tokens (untimed),
+ * as llama-bench -d does; the runs then start after them. */
+static int fill_depth(qlm_ctx *c, const qlm_model *m, int depth, uint64_t *rng, qlm_err *err)
 {
     qlm_kv_clear(qlm_ctx_kv(c));
+    if (depth <= 0) return 0;
+    qlm_batch b;
+    if (qlm_batch_init(&b, depth)) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
+    for (int i = 0; i < depth; i++) {
+        *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+        qlm_batch_add(&b, (int32_t)((*rng >> 33) % (uint64_t)m->hp.n_vocab), i, 0, false);
+    }
+    const int rc = qlm_decode(c, &b, err);
+    qlm_batch_free(&b);
+    return rc;
+}
+
+/* One timed run: a pp test decodes n random tokens as one batch, a tg test
+ * decodes n tokens one at a time; both from an empty cache (or after the
+ * -d context), as llama-bench does.  Returns elapsed ms, or < 0 on error. */
+static double run_once(qlm_ctx *c, const qlm_model *m, int n, int is_pp, int depth, uint64_t *rng, qlm_err *err)
+{
+    qlm_kv_seq_rm(qlm_ctx_kv(c), -1, depth, -1);
     qlm_batch b;
     if (qlm_batch_init(&b, is_pp ? n : 1)) {
         qlm_fail(err, QLM_ERUNTIME, "out of memory");
@@ -132,7 +153,7 @@ static double run_once(qlm_ctx *c, const qlm_model *m, int n, int is_pp, uint64_
         b.n = 0;
         for (int j = 0; j < (is_pp ? n : 1); j++) {
             *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
-            qlm_batch_add(&b, (int32_t)((*rng >> 33) % (uint64_t)m->hp.n_vocab), i + j, 0, j == (is_pp ? n : 1) - 1);
+            qlm_batch_add(&b, (int32_t)((*rng >> 33) % (uint64_t)m->hp.n_vocab), depth + i + j, 0, j == (is_pp ? n : 1) - 1);
         }
         if (qlm_decode(c, &b, err)) goto done;
     }
@@ -163,6 +184,7 @@ int qlm_cmd_bench(int argc, char **argv)
     int max_ctx = 16;
     for (int i = 0; i < o.n_pp; i++) max_ctx = o.pp[i] > max_ctx ? o.pp[i] : max_ctx;
     for (int i = 0; i < o.n_tg; i++) max_ctx = o.tg[i] > max_ctx ? o.tg[i] : max_ctx;
+    max_ctx += o.depth;
 
     const double size_gib = model_bytes(m) / 1073741824.0;
     if (o.out == OUT_TABLE) {
@@ -189,9 +211,10 @@ int qlm_cmd_bench(int argc, char **argv)
                 const int n = ns[k];
                 if (n <= 0) continue;
                 double sum = 0, sum2 = 0;
-                if (run_once(c, m, n, kind == 0, &rng, &err) < 0) { rc = err.code; break; } /* warm-up */
+                if (fill_depth(c, m, o.depth, &rng, &err)) { rc = err.code; break; }
+                if (run_once(c, m, n, kind == 0, o.depth, &rng, &err) < 0) { rc = err.code; break; } /* warm-up */
                 for (int r = 0; r < o.reps; r++) {
-                    const double ms = run_once(c, m, n, kind == 0, &rng, &err);
+                    const double ms = run_once(c, m, n, kind == 0, o.depth, &rng, &err);
                     if (ms < 0) { rc = err.code; break; }
                     const double ts = n * 1e3 / ms;
                     sum += ts;
@@ -201,7 +224,8 @@ int qlm_cmd_bench(int argc, char **argv)
                 const double mean = sum / o.reps;
                 const double sd = o.reps > 1 ? sqrt(fmax(0, (sum2 - o.reps * mean * mean) / (o.reps - 1))) : 0;
                 char test[32];
-                snprintf(test, sizeof test, "%s%d", kind == 0 ? "pp" : "tg", n);
+                if (o.depth) snprintf(test, sizeof test, "%s%d@d%d", kind == 0 ? "pp" : "tg", n, o.depth);
+                else snprintf(test, sizeof test, "%s%d", kind == 0 ? "pp" : "tg", n);
                 if (o.out == OUT_TABLE)
                     printf("| %-26.26s | %8.3f | %-11s | %7d | %-9s | %-6s | %6.2f ± %4.2f |\n", m->name, size_gib,
                            qt_isa_name(), threads, kvname, test, mean, sd);
