@@ -198,13 +198,13 @@ static void check_seq_ops(void)
 int main(void)
 {
     check_reference_math();
-    for (int isa = QT_ISA_SCALAR; isa < QT_ISA_COUNT; isa++) {
-        if (!qt_isa_supported(qt_cpu(), (qt_isa)isa)) continue;
 #if defined(__x86_64__)
-        const qt_kv_ops *sets[] = {qt_kv_ref(), &qt_kv_avx2, &qt_kv_avx2_vnni, &qt_kv_avx512, &qt_kv_avx512_vnni};
-        if (isa > 0) check_set(sets[isa]);
+    const struct { qt_isa isa; const qt_kv_ops *ops; } sets[] = {
+        {QT_ISA_AVX2, &qt_kv_avx2}, {QT_ISA_AVX2_VNNI, &qt_kv_avx2_vnni},
+        {QT_ISA_AVX512, &qt_kv_avx512}, {QT_ISA_AVX512_VNNI, &qt_kv_avx512_vnni}};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        if (qt_isa_supported(qt_cpu(), sets[i].isa)) check_set(sets[i].ops);
 #endif
-    }
     check_types();
     check_seq_ops();
     TEST_EXIT();
