@@ -6,14 +6,12 @@
  * head_dim, KD = n_head_kv * head_dim, F = n_ff, V = n_vocab. */
 #include <math.h>
 #include <omp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
 #include "ggml-lite/attn.h"
 #include "ggml-lite/matmul.h"
-#include "ggml-lite/numa.h"
 #include "ggml-lite/ops.h"
 #include "ggml-lite/threads.h"
 #include "ggml-lite/vec.h"
@@ -43,8 +41,6 @@ struct qlm_ctx {
     char numa[64];  /* qlm_ctx_numa */
 };
 
-static void place(qlm_ctx *c, gl_numa_mode mode);
-
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
 int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_err *err)
@@ -65,7 +61,8 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
         free(c);
         return rc;
     }
-    place(c, p ? (gl_numa_mode)p->numa : GL_NUMA_DISTRIBUTE);
+    qlm_kv_numa_place(&c->kv, p ? (gl_numa_mode)p->numa : GL_NUMA_DISTRIBUTE, c->n_threads, hp->n_head,
+                      c->numa, sizeof c->numa);
     const size_t T = (size_t)c->n_batch, E = hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim,
                  KD = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff;
     size_t mm = 0;
@@ -117,40 +114,6 @@ int qlm_ctx_n_threads(const qlm_ctx *c) { return c->n_threads; }
 qlm_kv *qlm_ctx_kv(qlm_ctx *c) { return &c->kv; }
 int qlm_ctx_shift_keep(const qlm_ctx *c) { return c->shift_keep; }
 const char *qlm_ctx_numa(const qlm_ctx *c) { return c->numa; }
-
-/* Plans placement on this machine's topology (numa.h), pins the threads
- * and binds each KV head to its node.  Failing to place is not an error:
- * the cache works anywhere, only slower. */
-static void place(qlm_ctx *c, gl_numa_mode mode)
-{
-    snprintf(c->numa, sizeof c->numa, "NUMA %s: topology unknown, plain allocations", gl_numa_mode_name(mode));
-    hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo)) return;
-    gl_numa_plan *plan = malloc(sizeof *plan);
-    if (plan && !hwloc_topology_load(topo)) {
-        /* isolate stays on the node this process is running on */
-        int home = 0;
-        hwloc_bitmap_t here = hwloc_bitmap_alloc();
-        if (here && !hwloc_get_last_cpu_location(topo, here, HWLOC_CPUBIND_THREAD)) {
-            const int nn = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-            for (int i = 0; i < nn; i++)
-                if (hwloc_bitmap_intersects(hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, i)->cpuset, here)) home = i;
-        }
-        hwloc_bitmap_free(here);
-        const qlm_hparams *hp = &c->m->hp;
-        if (!gl_numa_plan_make(topo, mode, c->n_threads, hp->n_head, hp->n_head_kv, home, plan)) {
-            const int ok = !gl_numa_bind_threads(topo, plan) && !qlm_kv_place(&c->kv, topo, plan);
-            if (!plan->bound)
-                snprintf(c->numa, sizeof c->numa, "NUMA %s: %splain allocations", gl_numa_mode_name(mode),
-                         mode == GL_NUMA_OFF ? "" : "one node, ");
-            else
-                snprintf(c->numa, sizeof c->numa, "NUMA %s over %d node%s%s", gl_numa_mode_name(mode), plan->n_nodes,
-                         plan->n_nodes > 1 ? "s" : "", ok ? "" : " (binding refused)");
-        }
-    }
-    free(plan);
-    hwloc_topology_destroy(topo);
-}
 
 static gl_rope model_rope(const qlm_model *m)
 {

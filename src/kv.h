@@ -58,6 +58,12 @@ void qlm_kv_clear(qlm_kv *kv);
  * refused some binding (the cache works either way). */
 int qlm_kv_place(qlm_kv *kv, hwloc_topology_t topo, const gl_numa_plan *plan);
 
+/* Plans placement on this machine's topology for n_threads threads and
+ * n_q query heads, pins the threads and binds each KV head to its node
+ * (qlm_kv_place); describes the outcome in desc.  Failing to place is not
+ * an error: the cache works anywhere, only slower. */
+void qlm_kv_numa_place(qlm_kv *kv, gl_numa_mode mode, int n_threads, int n_q, char *desc, size_t desc_len);
+
 /* Bytes of K and V data (scales included) for the whole cache. */
 size_t qlm_kv_bytes(const qlm_kv *kv);
 /* Bytes of one element of t (int8: 1; its scales are counted apart). */
