@@ -407,7 +407,7 @@ int qlm_cmd_run(int argc, char **argv)
     qlm_gen_stats st;
     rc = qlm_generate(ctx, m, ids, (int)n_ids, o.n_predict, smp, on_token, &out, &st, &err);
     if (rc) goto fail;
-    if (o.prompt_cache && st.n_reused < (int)n_ids - 1 &&
+    if (o.prompt_cache && st.n_past < (int)n_ids - 1 &&
         qlm_kv_seq_prefix(qlm_ctx_kv(ctx), 0, ids, (int)n_ids) == (int)n_ids) {
         qlm_err cerr = {0};
         if (qlm_prompt_cache_save(ctx, m, o.prompt_cache, (int)n_ids, &cerr))
@@ -442,7 +442,7 @@ int qlm_cmd_run(int argc, char **argv)
     }
     if (logs) {
         if (o.prompt_cache)
-            fprintf(stderr, "\nqlm: prompt cache: %d tokens loaded in %.0f ms, %d reused", n_cached, cache_ms, st.n_reused);
+            fprintf(stderr, "\nqlm: prompt cache: %d tokens loaded in %.0f ms, %d reused", n_cached, cache_ms, st.n_past);
         fprintf(stderr, "\nqlm: time to first token %.0f ms; prompt %d tokens in %.0f ms (%.1f t/s), generated %d tokens in %.0f ms "
                 "(%.1f t/s), stop: %s\n", cache_ms + st.prompt_ms, st.n_prompt, st.prompt_ms,
                 st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen, st.gen_ms,

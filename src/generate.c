@@ -37,7 +37,7 @@ int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_pr
     qlm_kv *kv = qlm_ctx_kv(c);
     const int n_past = qlm_kv_seq_prefix(kv, 0, prompt, n_prompt - 1);
     qlm_kv_seq_rm(kv, 0, n_past, -1);
-    st->n_reused = n_past;
+    st->n_past = n_past;
     qlm_batch b;
     if (qlm_batch_init(&b, n_prompt)) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
     for (int i = 0; i < n_prompt; i++) {

@@ -23,7 +23,7 @@ typedef int (*qlm_token_fn)(void *user, int32_t tok, const char *piece, size_t n
 
 typedef struct qlm_gen_stats {
     int n_prompt, n_gen;
-    int n_reused;      /* prompt tokens whose KV was already in the cache */
+    int n_past;        /* prompt tokens reused from the cache */
     double prompt_ms, gen_ms;
     qlm_stop stop;
 } qlm_gen_stats;
