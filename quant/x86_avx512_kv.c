@@ -30,21 +30,54 @@ INLINE __m512i dot4_512(__m512i vq, __m512i vk, const int vnni)
     return _mm512_madd_epi16(_mm512_maddubs_epi16(u, sk), _mm512_set1_epi16(1));
 }
 
+/* The 16 int32 lane sums of a[0..15] as one register (row r in lane r):
+ * a transposing add tree, 15 register steps for 16 rows instead of a
+ * horizontal reduction per row.  Integer adds, so exact in any order. */
+INLINE __m512i sum16x16(const __m512i a[16])
+{
+    __m512i b[8], c[4];
+    for (int i = 0; i < 8; i++)
+        b[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
+    for (int j = 0; j < 4; j++)
+        c[j] = _mm512_add_epi32(_mm512_unpacklo_epi64(b[2 * j], b[2 * j + 1]), _mm512_unpackhi_epi64(b[2 * j], b[2 * j + 1]));
+    const __m512i d0 = _mm512_add_epi32(_mm512_shuffle_i32x4(c[0], c[1], 0x88), _mm512_shuffle_i32x4(c[0], c[1], 0xdd));
+    const __m512i d1 = _mm512_add_epi32(_mm512_shuffle_i32x4(c[2], c[3], 0x88), _mm512_shuffle_i32x4(c[2], c[3], 0xdd));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(d0, d1, 0x88), _mm512_shuffle_i32x4(d0, d1, 0xdd));
+}
+
+/* One row's products by groups of four bytes, summed over its chunks. */
+INLINE __m512i row_dot(int d64, __mmask64 tail, const int8_t *q, const int8_t *kr, const int vnni)
+{
+    __m512i acc = _mm512_setzero_si512();
+    for (int e = 0; e < d64; e += 64)
+        acc = _mm512_add_epi32(acc, dot4_512(_mm512_loadu_si512(q + e), _mm512_loadu_si512(kr + e), vnni));
+    if (tail)
+        acc = _mm512_add_epi32(acc, dot4_512(_mm512_maskz_loadu_epi8(tail, q + d64), _mm512_maskz_loadu_epi8(tail, kr + d64), vnni));
+    return acc;
+}
+
 INLINE void qk_i8_body(int n, int d, const int8_t *q, float qd, const int8_t *k, int64_t ldk,
                        const float *kd, int64_t lds, const int32_t *idx, float *s, const int vnni)
 {
     const int d64 = d & ~63;
     const __mmask64 tail = d - d64 >= 64 ? ~0ull : (1ull << (d - d64)) - 1;
-    for (int r = 0; r < n; r++) {
+    const __m512 vqd = _mm512_set1_ps(qd);
+    int r = 0;
+    for (; r + 16 <= n; r += 16) {
+        __m512i acc[16];
+        float sc[16];
+        for (int i = 0; i < 16; i++) {
+            const int64_t c = idx ? idx[r + i] : r + i;
+            acc[i] = row_dot(d64, tail, q, k + c * ldk, vnni);
+            sc[i] = kd[c * lds];
+        }
+        /* (float)sum * (qd * kd), the reference's two roundings per lane */
+        const __m512 w = _mm512_mul_ps(vqd, _mm512_loadu_ps(sc));
+        _mm512_storeu_ps(s + r, _mm512_mul_ps(_mm512_cvtepi32_ps(sum16x16(acc)), w));
+    }
+    for (; r < n; r++) {
         const int64_t c = idx ? idx[r] : r;
-        const int8_t *kr = k + c * ldk;
-        __m512i acc = _mm512_setzero_si512();
-        for (int e = 0; e < d64; e += 64)
-            acc = _mm512_add_epi32(acc, dot4_512(_mm512_loadu_si512(q + e), _mm512_loadu_si512(kr + e), vnni));
-        if (tail)
-            acc = _mm512_add_epi32(acc, dot4_512(_mm512_maskz_loadu_epi8(tail, q + d64),
-                                                 _mm512_maskz_loadu_epi8(tail, kr + d64), vnni));
-        s[r] = (float)_mm512_reduce_add_epi32(acc) * (qd * kd[c * lds]);
+        s[r] = (float)_mm512_reduce_add_epi32(row_dot(d64, tail, q, k + c * ldk, vnni)) * (qd * kd[c * lds]);
     }
 }
 
