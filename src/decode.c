@@ -105,7 +105,8 @@ void qlm_ctx_free(qlm_ctx *c)
     if (!c) return;
     qlm_kv_free(&c->kv);
     free(c->x); free(c->xn); free(c->q); free(c->k); free(c->v); free(c->att);
-    free(c->g); free(c->u); free(c->scores); free(c->vis); free(c->vis_tok); free(c->q8); free(c->krow); free(c->vrows); free(c->mm); free(c->cells); free(c->tiled); free(c->logits);
+    free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->tiled); free(c->logits);
+    free(c->vis); free(c->vis_tok); free(c->q8); free(c->krow); free(c->vrows);
     free(c);
 }
 
