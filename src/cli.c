@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,5 +68,21 @@ int qlm_cli_float(const char *flag, const char *s, double lo, double hi, double 
         return 0;
     }
     *out = v;
+    return 1;
+}
+
+int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_type *v)
+{
+    const bool is_k = !strcmp(flag, "-ctk") || !strcmp(flag, "--cache-type-k");
+    const bool is_v = !strcmp(flag, "-ctv") || !strcmp(flag, "--cache-type-v");
+    const bool both = !strcmp(flag, "--kv-type");
+    if (!is_k && !is_v && !both) return 0;
+    const int t = qlm_kv_type_parse(value);
+    if (t < 0) {
+        qlm_cli_error(QLM_EUSAGE, "%s: expected f32, f16 or int8, got '%s'", flag, value);
+        return -1;
+    }
+    if (is_k || both) *k = (qlm_kv_type)t;
+    if (is_v || both) *v = (qlm_kv_type)t;
     return 1;
 }

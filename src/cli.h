@@ -5,6 +5,7 @@
 #define QLM_CLI_H
 
 #include "err.h"
+#include "kv.h"
 
 /* Prints "qlm: error: <message>" as one line on stderr; returns code. */
 int qlm_cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -25,6 +26,11 @@ int qlm_cli_load_flag(const char *a, int *mode);
     "      --mmap | --no-mmap | --mlock\n" \
     "                          map the model (default) | read it into memory (fast cold\n" \
     "                          load) | map and lock it in RAM (never swapped out)\n"
+
+/* -ctk/--cache-type-k T, -ctv/--cache-type-v T, --kv-type T (both):
+ * returns 1 when `flag` is one of them and `value` was stored, 0 when it
+ * is none of them, -1 on a bad type (error printed). */
+int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_type *v);
 
 int qlm_cmd_run(int argc, char **argv);
 

@@ -15,6 +15,8 @@
 #include "generate.h"
 #include "json.h"
 #include "model.h"
+#include "ggml-lite/numa.h"
+#include "prompt_cache.h"
 #include "sample.h"
 #include "stop.h"
 #include "template.h"
@@ -40,6 +42,10 @@ typedef struct run_opts {
     bool chat, dump_prompt;
     const char *system, *chat_template;
     int load_mode; /* gguf_load_mode, -1: default */
+    qlm_kv_type type_k, type_v;
+    int n_keep; /* -2: no context shift */
+    const char *prompt_cache;
+    int numa;
 } run_opts;
 
 static void run_usage(FILE *f)
@@ -58,6 +64,15 @@ static void run_usage(FILE *f)
         "  -c, --ctx-size N        context size in tokens (default min(4096, training context))\n"
         "  -t, --threads N         threads (default: physical cores)\n"
         "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
+        "      --kv-type T         KV cache element type for K and V: int8 (default), f16, f32\n"
+        "  -ctk, -ctv T            the same for K or V alone\n"
+        "      --numa MODE         distribute (default: threads and KV heads spread over NUMA\n"
+        "                          nodes), isolate (all on this node) or off\n"
+        "      --prompt-cache F    reuse the KV of the prompt's longest prefix saved in file F,\n"
+        "                          and save this prompt's KV there\n"
+        "      --keep N            when the context is full, keep the first N tokens (-1: the\n"
+        "                          whole prompt), drop the older half of the rest and go on\n"
+        "                          (default: stop at a full context)\n"
         "  -s, --seed N            random seed (default 0)\n"
         "      --temp X            temperature (default 0.8; 0 = greedy)\n"
         "      --top-k N           keep the N most likely tokens (default 40; 0 = off)\n"
@@ -85,7 +100,7 @@ static bool is_opt(const char *a, const char *s1, const char *s2)
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
-    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1};
+    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1, .n_keep = -2};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long l;
@@ -101,10 +116,18 @@ static int parse_args(int argc, char **argv, run_opts *o)
         if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
         const char *v = NEXT();
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm run --help)", a);
+        const int kvf = qlm_cli_kv_flag(a, v, &o->type_k, &o->type_v);
+        if (kvf < 0) return QLM_EUSAGE;
+        if (kvf) continue;
         if (IS("-m", "--model")) o->model = v;
         else if (IS("-p", "--prompt")) o->prompt = v;
         else if (IS("-f", "--file")) o->prompt_file = v;
         else if (IS("--system", NULL)) o->system = v;
+        else if (IS("--prompt-cache", NULL)) o->prompt_cache = v;
+        else if (IS("--numa", NULL)) {
+            if ((o->numa = gl_numa_mode_parse(v)) < 0)
+                return qlm_cli_error(QLM_EUSAGE, "--numa: expected distribute, isolate or off, got '%s'", v);
+        }
         else if (IS("--chat-template", NULL)) o->chat_template = v;
         else if (IS("--stop", NULL)) {
             if (o->n_stops == (int)(sizeof o->stops / sizeof o->stops[0]))
@@ -115,6 +138,9 @@ static int parse_args(int argc, char **argv, run_opts *o)
         else if (IS("-n", "--n-predict")) {
             if (!qlm_cli_int(a, v, -1, 1 << 30, &l)) return QLM_EUSAGE;
             o->n_predict = (int)l;
+        } else if (IS("--keep", NULL)) {
+            if (!qlm_cli_int(a, v, -1, 1 << 24, &l)) return QLM_EUSAGE;
+            o->n_keep = (int)l;
         } else if (IS("-c", "--ctx-size")) {
             if (!qlm_cli_int(a, v, 0, 1 << 24, &l)) return QLM_EUSAGE;
             o->n_ctx = (int)l;
@@ -329,15 +355,18 @@ int qlm_cmd_run(int argc, char **argv)
     double t0 = qlm_now_ms();
     const gguf_load_mode lm = o.load_mode < 0 ? GGUF_LOAD_MMAP : (gguf_load_mode)o.load_mode;
     if ((rc = qlm_model_load_mode(&m, o.model, lm, &err))) goto fail;
-    qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads};
+    qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads,
+                         .type_k = o.type_k, .type_v = o.type_v, .ctx_shift = o.n_keep > -2, .n_keep = o.n_keep,
+                         .numa = o.numa};
     if ((rc = qlm_ctx_new(&ctx, m, &cp, &err))) goto fail;
     const double load_ms = qlm_now_ms() - t0;
     if (logs) {
         const qlm_kv *kv = qlm_ctx_kv(ctx);
-        const double kv_mib = 2.0 * kv->n_layer * (double)kv->n_ctx * kv->kv_dim * sizeof(float) / (1 << 20);
         fprintf(stderr, "qlm: %s (%s, %d layers, %d-token context), loaded (%s) in %.0f ms; "
-                "KV cache f32, %.1f MiB\n", m->name, m->arch->name, m->hp.n_layer,
-                qlm_ctx_n_ctx(ctx), gguf_load_mode_name(lm), load_ms, kv_mib);
+                "KV cache K %s V %s, %zu bytes (%.1f MiB)\n", m->name, m->arch->name, m->hp.n_layer,
+                qlm_ctx_n_ctx(ctx), gguf_load_mode_name(lm), load_ms, qlm_kv_type_name(kv->type_k),
+                qlm_kv_type_name(kv->type_v), qlm_kv_bytes(kv), qlm_kv_bytes(kv) / (double)(1 << 20));
+        fprintf(stderr, "qlm: %s, %d threads\n", qlm_ctx_numa(ctx), qlm_ctx_n_threads(ctx));
     }
 
     if (o.chat && (rc = apply_chat(&o, m, &text, &text_len, &err))) goto fail;
@@ -365,9 +394,27 @@ int qlm_cmd_run(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_sigint);
+    /* A bad cache file is reported and ignored, never trusted; a missing
+     * one is simply the first run. */
+    double cache_ms = 0;
+    int n_cached = 0;
+    if (o.prompt_cache) {
+        const double tc = qlm_now_ms();
+        qlm_err cerr = {0};
+        if (qlm_prompt_cache_load(ctx, m, o.prompt_cache, ids, (int)n_ids, &n_cached, &cerr) &&
+            access(o.prompt_cache, F_OK) == 0)
+            fprintf(stderr, "qlm: warning: %s; ignored\n", cerr.msg);
+        cache_ms = qlm_now_ms() - tc;
+    }
     qlm_gen_stats st;
     rc = qlm_generate(ctx, m, ids, (int)n_ids, o.n_predict, smp, on_token, &out, &st, &err);
     if (rc) goto fail;
+    if (o.prompt_cache && st.n_past < (int)n_ids - 1 &&
+        qlm_kv_seq_prefix(qlm_ctx_kv(ctx), 0, ids, (int)n_ids) == (int)n_ids) {
+        qlm_err cerr = {0};
+        if (qlm_prompt_cache_save(ctx, m, o.prompt_cache, (int)n_ids, &cerr))
+            fprintf(stderr, "qlm: warning: %s\n", cerr.msg);
+    }
     if (!out.stopped && !out.broken_pipe) {
         const char *rest;
         size_t rest_n;
@@ -396,8 +443,10 @@ int qlm_cmd_run(int argc, char **argv)
         }
     }
     if (logs) {
+        if (o.prompt_cache)
+            fprintf(stderr, "\nqlm: prompt cache: %d tokens loaded in %.0f ms, %d reused", n_cached, cache_ms, st.n_past);
         fprintf(stderr, "\nqlm: time to first token %.0f ms; prompt %d tokens in %.0f ms (%.1f t/s), generated %d tokens in %.0f ms "
-                "(%.1f t/s), stop: %s\n", st.prompt_ms, st.n_prompt, st.prompt_ms,
+                "(%.1f t/s), stop: %s\n", cache_ms + st.prompt_ms, st.n_prompt, st.prompt_ms,
                 st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen, st.gen_ms,
                 st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, stop_name);
     }

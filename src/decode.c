@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "ggml-lite/attn.h"
 #include "ggml-lite/matmul.h"
 #include "ggml-lite/ops.h"
 #include "ggml-lite/threads.h"
@@ -25,12 +26,19 @@ struct qlm_ctx {
     float *k, *v;   /* [T][KD] */
     float *att;     /* [T][QD] attention output */
     float *g, *u;   /* [T][F] feed-forward gate and up */
-    float *scores;  /* [n_threads][n_ctx] attention weights */
+    float *scores;  /* [n_threads][window] attention weights */
+    int32_t *vis;   /* [n_threads][n_ctx] visible cells of a query, in order */
+    int *vis_tok;   /* [n_threads][2] token whose list vis holds (-1: none), its length */
+    int8_t *q8;     /* [n_threads][head_dim] int8 query */
+    float *vrows;   /* [n_threads][n_ctx][head_dim] gathered f32 V rows */
+    float *krow;    /* [n_threads][KD] a key being re-rotated */
     void *mm;       /* activation quantization scratch */
     int *cells;     /* [T] KV cells of the micro-batch */
     int8_t *tiled;  /* [T] p.v in tinyBLAS order (see attention) */
     float *logits;  /* [n_logits][V] */
     int n_logits, logits_cap;
+    int shift_keep; /* qlm_ctx_shift_keep */
+    char numa[64];  /* qlm_ctx_numa */
 };
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -44,13 +52,17 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->m = m;
     int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     c->n_batch = p && p->n_batch > 0 ? p->n_batch : 512;
+    c->shift_keep = p && p->ctx_shift ? (p->n_keep < 0 ? -1 : p->n_keep) : -2;
     c->n_threads = p && p->n_threads > 0 ? p->n_threads : gl_physical_cores();
     gl_set_threads(c->n_threads);
-    int rc = qlm_kv_init(&c->kv, hp->n_layer, n_ctx, hp->n_head_kv * hp->head_dim, err);
+    int rc = qlm_kv_init(&c->kv, hp->n_layer, n_ctx, hp->n_head_kv, hp->head_dim,
+                         p ? p->type_k : QLM_KV_DEFAULT, p ? p->type_v : QLM_KV_DEFAULT, err);
     if (rc) {
         free(c);
         return rc;
     }
+    qlm_kv_numa_place(&c->kv, p ? (gl_numa_mode)p->numa : GL_NUMA_DISTRIBUTE, c->n_threads, hp->n_head,
+                      c->numa, sizeof c->numa);
     const size_t T = (size_t)c->n_batch, E = hp->n_embd, QD = (size_t)hp->n_head * hp->head_dim,
                  KD = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff;
     size_t mm = 0;
@@ -68,12 +80,18 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->att = malloc(T * QD * sizeof(float));
     c->g = malloc(T * F * sizeof(float));
     c->u = malloc(T * F * sizeof(float));
-    c->scores = malloc((size_t)c->n_threads * n_ctx * sizeof(float));
+    const size_t NT = (size_t)c->n_threads, win = (size_t)(n_ctx + 255) / 256 * 256;
+    c->scores = malloc(NT * win * sizeof(float));
+    c->vis = malloc(NT * n_ctx * sizeof(int32_t));
+    c->vis_tok = malloc(2 * NT * sizeof(int));
+    c->q8 = malloc(NT * hp->head_dim);
+    c->krow = malloc(NT * KD * sizeof(float));
+    c->vrows = c->kv.type_v == QLM_KV_F32 ? malloc(NT * n_ctx * hp->head_dim * sizeof(float)) : malloc(1);
     c->mm = malloc(mm ? mm : 1);
     c->cells = malloc(T * sizeof(int));
     c->tiled = malloc(T);
     if (!c->tiled || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
-        !c->mm || !c->cells) {
+        !c->vis || !c->vis_tok || !c->q8 || !c->krow || !c->vrows || !c->mm || !c->cells) {
         qlm_ctx_free(c);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory allocating scratch for a %d-token batch",
                         c->n_batch);
@@ -88,12 +106,58 @@ void qlm_ctx_free(qlm_ctx *c)
     qlm_kv_free(&c->kv);
     free(c->x); free(c->xn); free(c->q); free(c->k); free(c->v); free(c->att);
     free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->tiled); free(c->logits);
+    free(c->vis); free(c->vis_tok); free(c->q8); free(c->krow); free(c->vrows);
     free(c);
 }
 
 int qlm_ctx_n_ctx(const qlm_ctx *c) { return c->kv.n_ctx; }
 int qlm_ctx_n_threads(const qlm_ctx *c) { return c->n_threads; }
 qlm_kv *qlm_ctx_kv(qlm_ctx *c) { return &c->kv; }
+int qlm_ctx_shift_keep(const qlm_ctx *c) { return c->shift_keep; }
+const char *qlm_ctx_numa(const qlm_ctx *c) { return c->numa; }
+
+/* Layer l's RoPE: its own base (sliding-window layers have theirs), and
+ * longrope's factors chosen by the context this cache was made for. */
+static gl_rope layer_rope(const qlm_ctx *c, int l)
+{
+    const qlm_model *m = c->m;
+    const qlm_hparams *hp = &m->hp;
+    const float *factors = m->rope_long ? (c->kv.n_ctx > hp->n_ctx_orig ? m->rope_long : m->rope_short)
+                                        : m->rope_freqs;
+    return (gl_rope){.n_rot = hp->n_rot, .freq_base = m->layers[l].rope_base,
+                     .freq_scale = m->layers[l].rope_freq_scale, .freq_factors = factors,
+                     .neox = m->arch->rope_neox, .mscale = hp->rope_mscale};
+}
+
+int qlm_ctx_seq_shift(qlm_ctx *c, int seq, int32_t p0, int32_t p1, int32_t delta)
+{
+    qlm_kv *kv = &c->kv;
+    int32_t *moved = c->vis; /* attention's scratch, free between passes */
+    const int n = qlm_kv_seq_add(kv, seq, p0, p1, delta, moved);
+    const int32_t d = delta;
+    #pragma omp parallel for collapse(2) schedule(static) num_threads(c->n_threads)
+    for (int l = 0; l < kv->n_layer; l++)
+        for (int i = 0; i < n; i++) {
+            /* a pure rotation by delta: the keys already carry mscale */
+            gl_rope rope = layer_rope(c, l);
+            rope.mscale = 1.0f;
+            float *row = c->krow + (size_t)omp_get_thread_num() * kv->kv_dim;
+            qlm_kv_load_k(kv, l, moved[i], row);
+            gl_rope_apply(row, &d, 1, kv->n_head_kv, kv->head_dim, &rope);
+            qlm_kv_store_k(kv, l, moved[i], row);
+        }
+    return n;
+}
+
+int qlm_ctx_context_shift(qlm_ctx *c, int seq, int n_keep)
+{
+    const int n_past = qlm_kv_seq_pos_max(&c->kv, seq) + 1;
+    const int n_discard = (n_past - n_keep) / 2;
+    if (n_keep < 0 || n_discard <= 0) return 0;
+    qlm_kv_seq_rm(&c->kv, seq, n_keep, n_keep + n_discard);
+    qlm_ctx_seq_shift(c, seq, n_keep + n_discard, -1, -n_discard);
+    return n_discard;
+}
 
 const float *qlm_logits(const qlm_ctx *c, int i)
 {
@@ -104,54 +168,68 @@ const float *qlm_logits(const qlm_ctx *c, int i)
 /* Causal attention of each batch token over the cells its sequence sees,
  * grouped-query: query head h reads KV head h / (n_head / n_head_kv).
  *
- * The arithmetic follows llama.cpp's CPU graph without flash attention,
- * because tiny rounding differences change greedy tokens: scores over a
- * window of n_kv cells (the used range padded to 256, as its cache does),
- * ggml's dot-product order for q.k, its softmax, and for p.v the tinyBLAS
- * order when several tokens are processed at once, ggml's vec_dot order
- * for a single token.  Masked cells contribute exact zeros.
+ * The visible cells are listed in cell order and attention works on that
+ * list by rank (ggml-lite/attn.h), so a sequence's result is the same
+ * whether its cells are contiguous (alone) or interleaved with other
+ * sequences' (a batch of many).  Alone, rank = cell index, and f32 KV
+ * keeps llama.cpp's arithmetic exactly: its window padded to 256 cells,
+ * ggml's dot and softmax orders, and for p.v the tinyBLAS order when
+ * several tokens are processed at once, ggml's vec_dot order for one.
  *
  * "Several tokens at once" is decided per sequence (c->tiled): a token
  * decoded next to tokens of other sequences gets the one-token order, so
  * a prompt's result does not depend on what else shares its batch, and a
  * batch marked one_by_one (speculative verification) reproduces token by
  * token decoding exactly. */
+static gl_kv_elem elem_of(qlm_kv_type t)
+{
+    return t == QLM_KV_F32 ? GL_KV_F32 : t == QLM_KV_F16 ? GL_KV_F16 : GL_KV_I8;
+}
+
 static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
 {
     const qlm_hparams *hp = &c->m->hp;
+    const qlm_kv *kv = &c->kv;
     const int D = hp->head_dim, H = hp->n_head, group = hp->n_head / hp->n_head_kv;
-    const int QD = H * D, KD = c->kv.kv_dim;
-    int n_kv = (c->kv.n_top + 255) / 256 * 256;
-    if (n_kv > c->kv.n_ctx) n_kv = c->kv.n_ctx;
+    const int QD = H * D, n_ctx = kv->n_ctx;
+    const size_t win = (size_t)(n_ctx + 255) / 256 * 256;
     /* families that scale Q itself (forward) score with a factor of 1 */
     const float scale = c->m->arch->scale_q ? 1.0f : hp->attn_scale;
-    /* sliding-window layers see the last `window` positions only */
+    /* sliding-window layers see the last `window` positions only: rows
+     * further back are masked (exact zeros), not dropped, so the float
+     * order stays llama.cpp's */
     const int window = c->m->layers[layer].swa ? hp->n_swa : 0;
-    #pragma omp parallel for collapse(2) schedule(static)
+    for (int i = 0; i < c->n_threads; i++) c->vis_tok[2 * i] = -1;
+    /* num_threads: the scratch has n_threads slots, whatever another
+     * context set as the process default */
+    #pragma omp parallel for collapse(2) schedule(static) num_threads(c->n_threads)
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < H; h++) {
-            float *s = c->scores + (size_t)omp_get_thread_num() * c->kv.n_ctx;
-            const float *q = c->q + (size_t)t * QD + (size_t)h * D;
-            const int kvo = (h / group) * D;
-            int last = -1;
-            for (int j = 0; j < n_kv; j++) {
-                if (j >= c->kv.n_top || !qlm_kv_visible(&c->kv, j, seq[t], pos[t]) ||
-                    (window && pos[t] - c->kv.pos[j] >= window)) {
-                    s[j] = -INFINITY;
-                    continue;
-                }
-                s[j] = gl_dot_f32(D, qlm_kv_k(&c->kv, layer, j) + kvo, q) * scale;
-                last = j;
+            const int th = omp_get_thread_num();
+            int32_t *vis = c->vis + (size_t)th * n_ctx;
+            /* consecutive heads of a token share its list */
+            int n = c->vis_tok[2 * th + 1];
+            if (c->vis_tok[2 * th] != t) {
+                n = 0;
+                for (int j = 0; j < kv->n_top; j++)
+                    if (qlm_kv_visible(kv, j, seq[t], pos[t])) vis[n++] = j;
+                c->vis_tok[2 * th] = t;
+                c->vis_tok[2 * th + 1] = n;
             }
-            gl_softmax_ggml(s, n_kv);
-            float *o = c->att + (size_t)t * QD + (size_t)h * D;
-            const float *v0 = qlm_kv_v(&c->kv, layer, 0) + kvo;
-            /* Cells past the last visible one hold zero weight; they are
-             * left out so that unwritten cache memory is never read. */
-            const int tiled = c->tiled[t];
-            const int n_read = last < 0 ? 0 : (tiled ? (last / 16 + 1) * 16 : (last / 64 + 1) * 64);
-            const int n_dot = n_read < n_kv ? n_read : n_kv;
-            gl_pv(n_dot, D, v0, KD, s, o, tiled);
+            const int kvh = h / group;
+            const gl_kv_view kview = {
+                .type = elem_of(kv->type_k), .ld = D, .lds = 1, .data = qlm_kv_k_at(kv, layer, kvh, 0),
+                .scale = kv->k_scale ? qlm_kv_k_scale(kv, layer, kvh, 0) : NULL};
+            const gl_kv_view vview = {
+                .type = elem_of(kv->type_v), .ld = D, .lds = 1, .data = qlm_kv_v_at(kv, layer, kvh, 0),
+                .scale = kv->v_scale ? qlm_kv_v_scale(kv, layer, kvh, 0) : NULL};
+            gl_attn_scratch sc = {.s = c->scores + (size_t)th * win, .q8 = c->q8 + (size_t)th * D,
+                                  .vrows = c->vrows + (kv->type_v == QLM_KV_F32 ? (size_t)th * n_ctx * D : 0)};
+            const bool contiguous = n == 0 || vis[n - 1] == n - 1;
+            const gl_attn_mask mask = {.row_pos = window ? kv->pos : NULL, .min_pos = pos[t] - window + 1};
+            gl_attn_head(D, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n,
+                         contiguous ? NULL : vis, &mask, n_ctx, c->tiled[t], &sc,
+                         c->att + (size_t)t * QD + (size_t)h * D);
         }
     }
 }
@@ -169,13 +247,10 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
               F = hp->n_ff;
     const int32_t *tok = b->token + off, *pos = b->pos + off, *seq = b->seq + off;
 
-    /* longrope's factors depend on the context this cache was made for */
-    const float *rope_factors = m->rope_long ? (c->kv.n_ctx > hp->n_ctx_orig ? m->rope_long : m->rope_short)
-                                             : m->rope_freqs;
 
     for (int t = 0; t < T; t++) gl_get_row(&m->tok_embd, tok[t], c->x + (size_t)t * E);
     if (a->embd_scale) gl_scale(c->x, sqrtf((float)E), (int64_t)T * E);
-    int rc = qlm_kv_claim(&c->kv, T, pos, seq, c->cells, err);
+    int rc = qlm_kv_claim(&c->kv, T, tok, pos, seq, c->cells, err);
     if (rc) return rc;
     int per_seq[QLM_MAX_SEQ] = {0};
     for (int t = 0; t < T; t++) per_seq[seq[t]]++;
@@ -183,9 +258,7 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
 
     for (int l = 0; l < hp->n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
-        const gl_rope rope = {.n_rot = hp->n_rot, .freq_base = L->rope_base,
-                              .freq_scale = L->rope_freq_scale, .freq_factors = rope_factors,
-                              .neox = a->rope_neox, .mscale = hp->rope_mscale};
+        const gl_rope rope = layer_rope(c, l);
         /* attention block */
         gl_rmsnorm(c->xn, c->x, L->attn_norm, T, E, hp->norm_eps);
         gl_matmul(&L->wq, c->xn, c->q, T, c->mm);                  /* [T][QD] */
@@ -201,10 +274,8 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
         gl_rope_apply(c->q, pos, T, hp->n_head, hp->head_dim, &rope);
         gl_rope_apply(c->k, pos, T, hp->n_head_kv, hp->head_dim, &rope);
         if (a->scale_q) gl_scale(c->q, hp->attn_scale, (int64_t)T * QD);
-        for (int t = 0; t < T; t++) {
-            memcpy(qlm_kv_k(&c->kv, l, c->cells[t]), c->k + (size_t)t * KD, sizeof(float) * KD);
-            memcpy(qlm_kv_v(&c->kv, l, c->cells[t]), c->v + (size_t)t * KD, sizeof(float) * KD);
-        }
+        for (int t = 0; t < T; t++)
+            qlm_kv_store(&c->kv, l, c->cells[t], c->k + (size_t)t * KD, c->v + (size_t)t * KD);
         attention(c, l, T, pos, seq);                               /* [T][QD] */
         gl_matmul(&L->wo, c->att, c->xn, T, c->mm);                 /* [T][E] */
         if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->attn_post_norm, T, E, hp->norm_eps);

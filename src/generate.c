@@ -31,10 +31,17 @@ int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_pr
     if (n_prompt >= n_ctx)
         return qlm_fail(err, QLM_ELOAD, "the prompt is %d tokens but the context holds %d (raise -c)",
                         n_prompt, n_ctx);
+    /* Prefix reuse: what sequence 0 already holds of this prompt (an
+     * earlier turn, a loaded --prompt-cache) is not computed again; the
+     * last prompt token always is, for its logits. */
+    qlm_kv *kv = qlm_ctx_kv(c);
+    const int n_past = qlm_kv_seq_prefix(kv, 0, prompt, n_prompt - 1);
+    qlm_kv_seq_rm(kv, 0, n_past, -1);
+    st->n_past = n_past;
     qlm_batch b;
     if (qlm_batch_init(&b, n_prompt)) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
     for (int i = 0; i < n_prompt; i++) {
-        qlm_batch_add(&b, prompt[i], i, 0, i == n_prompt - 1);
+        if (i >= n_past) qlm_batch_add(&b, prompt[i], i, 0, i == n_prompt - 1);
         qlm_sampler_accept(s, prompt[i]);
     }
     double t0 = qlm_now_ms();
@@ -65,7 +72,14 @@ int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_pr
             st->stop = QLM_STOP_CALLER;
             break;
         }
-        if (pos >= n_ctx) { st->stop = QLM_STOP_CONTEXT; break; }
+        if (pos >= n_ctx) {
+            /* context shift (qlm_ctx_params.ctx_shift): drop the older half
+             * after the kept tokens and continue */
+            const int keep = qlm_ctx_shift_keep(c) == -1 ? n_prompt : qlm_ctx_shift_keep(c);
+            const int dropped = keep >= 0 && keep < n_ctx - 1 ? qlm_ctx_context_shift(c, 0, keep) : 0;
+            if (!dropped) { st->stop = QLM_STOP_CONTEXT; break; }
+            pos -= dropped;
+        }
         if (n_predict >= 0 && st->n_gen >= n_predict) { st->stop = QLM_STOP_LENGTH; break; }
         b.n = 0;
         qlm_batch_add(&b, tok, pos++, 0, true);

@@ -23,11 +23,14 @@ typedef int (*qlm_token_fn)(void *user, int32_t tok, const char *piece, size_t n
 
 typedef struct qlm_gen_stats {
     int n_prompt, n_gen;
+    int n_past;        /* prompt tokens reused from the cache */
     double prompt_ms, gen_ms;
     qlm_stop stop;
 } qlm_gen_stats;
 
-/* Decodes prompt[0..n_prompt) into sequence 0 from position 0, then
+/* Decodes prompt[0..n_prompt) into sequence 0 from position 0 (reusing
+ * the KV of the longest prefix sequence 0 already holds and dropping the
+ * rest of it), then
  * samples up to n_predict tokens (< 0: until end of generation or a full
  * context).  The end-of-generation token itself is not passed on. */
 int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_prompt,

@@ -122,6 +122,11 @@ typedef struct qlm_ctx_params {
     int n_ctx;     /* KV cells; 0: min(4096, n_ctx_train) */
     int n_batch;   /* most tokens per forward pass; 0: 512 */
     int n_threads; /* 0: physical cores */
+    qlm_kv_type type_k, type_v; /* KV element types; 0 (QLM_KV_DEFAULT): int8.
+                                 * llama.cpp parity needs QLM_KV_F32 */
+    bool ctx_shift; /* generation shifts the context instead of stopping when full */
+    int n_keep;     /* with ctx_shift: tokens kept at the start (-1: the prompt) */
+    int numa;       /* gl_numa_mode: 0 distribute (one node: plain), isolate, off */
 } qlm_ctx_params;
 
 int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_err *err);
@@ -129,6 +134,23 @@ void qlm_ctx_free(qlm_ctx *c);
 int qlm_ctx_n_ctx(const qlm_ctx *c);
 int qlm_ctx_n_threads(const qlm_ctx *c);
 qlm_kv *qlm_ctx_kv(qlm_ctx *c);
+/* The ctx_shift setting: tokens to keep (-1: the prompt), or -2 when off. */
+int qlm_ctx_shift_keep(const qlm_ctx *c);
+/* How threads and KV memory were placed, e.g. "distribute over 2 NUMA
+ * nodes" or "one NUMA node: plain allocations". */
+const char *qlm_ctx_numa(const qlm_ctx *c);
+
+/* Adds delta to the positions of seq's cells in [p0, p1) (p1 < 0: no
+ * bound) and re-rotates their keys in place by delta, as if they had been
+ * computed at the new positions.  int8/f16 keys are widened, rotated and
+ * stored again: one rounding per shift, while attention keeps reading
+ * plain rotated keys (storing keys before RoPE would cost a rotation of
+ * every key at every step instead).  Returns the number of cells moved. */
+int qlm_ctx_seq_shift(qlm_ctx *c, int seq, int32_t p0, int32_t p1, int32_t delta);
+/* Context shift of seq, as llama.cpp's: keep positions [0, n_keep), drop
+ * half of the rest (the oldest), move the newer half down.  Returns the
+ * number of positions dropped (0 when nothing can be). */
+int qlm_ctx_context_shift(qlm_ctx *c, int seq, int n_keep);
 
 /* Runs the batch through the model, storing K/V in the cache.  Batches
  * larger than n_batch are split.  QLM_EUSAGE for invalid entries (token

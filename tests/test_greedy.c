@@ -162,7 +162,7 @@ static void run_suite(const char *MODEL, const char *FIXDIR, const char *tag, in
             /* Generate from llama.cpp's prompt ids, so a tokenizer bug shows
              * above and does not also hide a forward-pass result. */
             qlm_ctx *c = NULL;
-            qlm_ctx_params cp = {.n_ctx = 2048};
+            qlm_ctx_params cp = {.n_ctx = 2048, .type_k = QLM_KV_F32, .type_v = QLM_KV_F32}; /* llama.cpp parity */
             qlm_sampler_params sp = qlm_sampler_defaults();
             sp.temp = 0;
             qlm_sampler *s = qlm_sampler_new(&sp, m->hp.n_vocab);

@@ -5,7 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "src/generate.h"
 #include "src/model.h"
+#include "src/sample.h"
 #include "test.h"
 #include "tiny_model.h"
 
@@ -151,12 +153,12 @@ static const int32_t toks[] = {72, 101, 108, 108, 111, 44, 32, 256, 257, 3, 200,
 
 /* Runs tk[0..n) through a fresh context in chunks of `step` tokens (logits
  * for all), returning [n][V]. */
-static float *run_tokens(const qlm_model *m, const int32_t *tk, int n, int step, int n_batch,
-                         bool one_by_one)
+static float *run_tokens_kv(const qlm_model *m, const int32_t *tk, int n, int step, int n_batch,
+                            bool one_by_one, qlm_kv_type kvt)
 {
     qlm_err err = {0};
     qlm_ctx *c;
-    qlm_ctx_params cp = {.n_ctx = 128, .n_batch = n_batch, .n_threads = 2};
+    qlm_ctx_params cp = {.n_ctx = 128, .n_batch = n_batch, .n_threads = 2, .type_k = kvt, .type_v = kvt};
     if (qlm_ctx_new(&c, m, &cp, &err)) return NULL;
     const int V = m->hp.n_vocab;
     float *out = malloc(sizeof(float) * (size_t)n * V);
@@ -172,6 +174,13 @@ static float *run_tokens(const qlm_model *m, const int32_t *tk, int n, int step,
     qlm_batch_free(&b);
     qlm_ctx_free(c);
     return out;
+}
+
+/* f32 KV: the tests below compare against a double-precision reference. */
+static float *run_tokens(const qlm_model *m, const int32_t *tk, int n, int step, int n_batch,
+                         bool one_by_one)
+{
+    return run_tokens_kv(m, tk, n, step, n_batch, one_by_one, QLM_KV_F32);
 }
 
 static float *run_chunks(const qlm_model *m, int step, int n_batch)
@@ -218,7 +227,7 @@ static void check_bit_exact_batches(void)
     TEST_END();
 }
 
-static void check_cfg_against_reference(const char *name, const tiny_cfg *cfgp, double tol)
+static void check_cfg_against_reference_kv(const char *name, const tiny_cfg *cfgp, double tol, qlm_kv_type kvt)
 {
     TEST_BEGIN(name);
     char path[] = "/tmp/qlm-test-model-XXXXXX";
@@ -232,7 +241,7 @@ static void check_cfg_against_reference(const char *name, const tiny_cfg *cfgp, 
     CHECK(rc == 0, "load: %s", err.msg);
     if (m) {
         double *ref = reference(m, &cfg, toks, NT);
-        float *got = run_chunks(m, NT, 512);
+        float *got = run_tokens_kv(m, toks, NT, NT, 512, false, kvt);
         CHECK(got != NULL, "decode failed");
         const int V = m->hp.n_vocab;
         double maxdiff = 0, maxref = 0;
@@ -247,6 +256,19 @@ static void check_cfg_against_reference(const char *name, const tiny_cfg *cfgp, 
     qlm_model_free(m);
     unlink(path);
     TEST_END();
+}
+
+static void check_cfg_against_reference(const char *name, const tiny_cfg *cfgp, double tol)
+{
+    check_cfg_against_reference_kv(name, cfgp, tol, QLM_KV_F32);
+}
+
+static void check_against_reference_kv(const char *name, qt_type wtype, int tied, double tol, qlm_kv_type kvt)
+{
+    tiny_cfg cfg = tiny_default();
+    cfg.wtype = wtype;
+    cfg.tied = tied;
+    check_cfg_against_reference_kv(name, &cfg, tol, kvt);
 }
 
 static void check_against_reference(const char *name, qt_type wtype, int tied, double tol)
@@ -368,7 +390,7 @@ static void check_batch_consistency(void)
          * its prompt again must reproduce its logits. */
         float *solo = run_chunks(m, NT, 512);
         qlm_ctx *c;
-        qlm_ctx_params cp = {.n_ctx = 64, .n_batch = 512, .n_threads = 2};
+        qlm_ctx_params cp = {.n_ctx = 64, .n_batch = 512, .n_threads = 2, .type_k = QLM_KV_F32, .type_v = QLM_KV_F32};
         CHECK(qlm_ctx_new(&c, m, &cp, &err) == 0, "ctx: %s", err.msg);
         qlm_batch b;
         qlm_batch_init(&b, 2 * NT);
@@ -400,6 +422,169 @@ static void check_batch_consistency(void)
     TEST_END();
 }
 
+/* Decodes ns sequences side by side in one cache, each batch holding one
+ * token of every sequence (after a multi-token prompt per sequence in a
+ * shared first batch), and checks every sequence's logits bit for bit
+ * against decoding it alone: its cells interleave with the others', and
+ * attention must not care. */
+static void check_multi_seq_bit_exact(qlm_kv_type kvt)
+{
+    char name[64];
+    snprintf(name, sizeof name, "multi_sequence_bit_exact_%s", qlm_kv_type_name(kvt));
+    TEST_BEGIN(name);
+    char path[] = "/tmp/qlm-test-model-XXXXXX";
+    close(mkstemp(path));
+    tiny_cfg cfg = tiny_default();
+    tiny_write(path, &cfg);
+    qlm_model *m = NULL;
+    qlm_err err = {0};
+    CHECK(qlm_model_load(&m, path, &err) == 0, "load: %s", err.msg);
+    enum { NS = 3, NSTEP = 100, NCTX = 3 * 128 };
+    const int np[NS] = {5, 1, 17}; /* prompt lengths */
+    if (m) {
+        const int V = m->hp.n_vocab;
+        int32_t tk[NS][NSTEP];
+        for (int s = 0; s < NS; s++)
+            for (int i = 0; i < NSTEP; i++) tk[s][i] = (i * (31 + 2 * s) + 7 * s + 1) % 256;
+        qlm_ctx_params cp = {.n_ctx = NCTX, .n_threads = 2, .type_k = kvt, .type_v = kvt};
+        float *alone = malloc(sizeof(float) * (size_t)NS * NSTEP * V);
+        qlm_batch b;
+        qlm_batch_init(&b, NS * NSTEP);
+        /* alone: the prompt as one batch, then one token per batch */
+        for (int s = 0; s < NS; s++) {
+            qlm_ctx *c = NULL;
+            CHECK(qlm_ctx_new(&c, m, &cp, &err) == 0, "ctx: %s", err.msg);
+            if (!c) break;
+            b.n = 0;
+            for (int i = 0; i < np[s]; i++) qlm_batch_add(&b, tk[s][i], i, 0, true);
+            CHECK(qlm_decode(c, &b, &err) == 0, "decode: %s", err.msg);
+            for (int i = 0; i < np[s]; i++)
+                memcpy(alone + ((size_t)s * NSTEP + i) * V, qlm_logits(c, i), sizeof(float) * V);
+            for (int i = np[s]; i < NSTEP; i++) {
+                b.n = 0;
+                qlm_batch_add(&b, tk[s][i], i, 0, true);
+                CHECK(qlm_decode(c, &b, &err) == 0, "decode: %s", err.msg);
+                memcpy(alone + ((size_t)s * NSTEP + i) * V, qlm_logits(c, 0), sizeof(float) * V);
+            }
+            qlm_ctx_free(c);
+        }
+        /* together: all prompts interleaved in one batch, then one token
+         * of each sequence per batch (sequence ids 4, 5, 6: ids must not
+         * matter either) */
+        qlm_ctx *c = NULL;
+        CHECK(qlm_ctx_new(&c, m, &cp, &err) == 0, "ctx: %s", err.msg);
+        int bad = 0, first_s = -1, first_i = -1;
+        int at[NS] = {0};
+        while (c && !bad) {
+            b.n = 0;
+            int who[NS * 32][2], nw = 0;
+            for (int k = 0; k < 32; k++)
+                for (int s = 0; s < NS; s++) {
+                    const int lim = at[s] < np[s] ? np[s] : at[s] + 1;
+                    const int i = at[s] + k;
+                    if (i >= lim || i >= NSTEP) continue;
+                    qlm_batch_add(&b, tk[s][i], i, 4 + s, true);
+                    who[nw][0] = s;
+                    who[nw++][1] = i;
+                }
+            if (!b.n) break;
+            for (int s = 0; s < NS; s++) at[s] = at[s] < np[s] ? np[s] : at[s] + 1;
+            if (qlm_decode(c, &b, &err)) { CHECK(0, "decode: %s", err.msg); break; }
+            for (int w = 0; w < nw && !bad; w++)
+                if (memcmp(qlm_logits(c, w), alone + ((size_t)who[w][0] * NSTEP + who[w][1]) * V, sizeof(float) * V)) {
+                    bad = 1;
+                    first_s = who[w][0];
+                    first_i = who[w][1];
+                }
+        }
+        CHECK(!bad, "sequence %d token %d: logits differ from decoding it alone", first_s, first_i);
+        qlm_ctx_free(c);
+        qlm_batch_free(&b);
+        free(alone);
+    }
+    qlm_model_free(m);
+    unlink(path);
+    TEST_END();
+}
+
+/* qlm_ctx_seq_shift re-rotates keys: layer 0's keys depend only on the
+ * token and its position, so tokens decoded at positions 10.. and shifted
+ * by -10 must hold the keys of the same tokens decoded at 0.. (to float
+ * rounding of the two rotations; to one quantization step for int8).  Then
+ * the context shift itself: generation of 4x the context runs to the end. */
+static void check_shift(qlm_kv_type kvt, double tol)
+{
+    char name[64];
+    snprintf(name, sizeof name, "seq_shift_rerotates_keys_%s", qlm_kv_type_name(kvt));
+    TEST_BEGIN(name);
+    char path[] = "/tmp/qlm-test-model-XXXXXX";
+    close(mkstemp(path));
+    tiny_cfg cfg = tiny_default();
+    tiny_write(path, &cfg);
+    qlm_model *m = NULL;
+    qlm_err err = {0};
+    CHECK(qlm_model_load(&m, path, &err) == 0, "load: %s", err.msg);
+    if (m) {
+        qlm_ctx_params cp = {.n_ctx = 64, .n_threads = 2, .type_k = kvt, .type_v = kvt};
+        qlm_ctx *a = NULL, *b = NULL;
+        CHECK(qlm_ctx_new(&a, m, &cp, &err) == 0 && qlm_ctx_new(&b, m, &cp, &err) == 0, "ctx: %s", err.msg);
+        qlm_batch ba, bb;
+        qlm_batch_init(&ba, NT);
+        qlm_batch_init(&bb, NT);
+        for (int i = 0; i < NT; i++) {
+            qlm_batch_add(&ba, toks[i], 10 + i, 0, false);
+            qlm_batch_add(&bb, toks[i], i, 0, false);
+        }
+        CHECK(a && b && qlm_decode(a, &ba, &err) == 0 && qlm_decode(b, &bb, &err) == 0, "decode: %s", err.msg);
+        if (a && b) {
+            CHECK(qlm_ctx_seq_shift(a, 0, 10, -1, -10) == NT, "cells moved");
+            CHECK(qlm_kv_seq_pos_max(qlm_ctx_kv(a), 0) == NT - 1, "max pos after shift");
+            const qlm_kv *ka = qlm_ctx_kv(a), *kb = qlm_ctx_kv(b);
+            float ra[64], rb[64];
+            double worst = 0, amax = 0;
+            for (int i = 0; i < NT; i++) {
+                qlm_kv_load_k(ka, 0, i, ra);
+                qlm_kv_load_k(kb, 0, i, rb);
+                for (int e = 0; e < ka->kv_dim; e++) {
+                    worst = fmax(worst, fabs(ra[e] - rb[e]));
+                    amax = fmax(amax, fabs(rb[e]));
+                }
+            }
+            CHECK(worst <= tol * amax, "shifted keys differ from keys computed in place by %g (max |k| %g)", worst, amax);
+            /* without the re-rotation the keys would be far off */
+            CHECK(amax > 0.01, "keys are all ~0: the test proves nothing");
+        }
+        qlm_batch_free(&ba);
+        qlm_batch_free(&bb);
+        qlm_ctx_free(a);
+        qlm_ctx_free(b);
+    }
+    TEST_END();
+
+    snprintf(name, sizeof name, "context_shift_4x_ctx_%s", qlm_kv_type_name(kvt));
+    TEST_BEGIN(name);
+    if (m) {
+        qlm_ctx_params cp = {.n_ctx = 32, .n_threads = 2, .type_k = kvt, .type_v = kvt, .ctx_shift = true, .n_keep = 3};
+        qlm_ctx *c = NULL;
+        CHECK(qlm_ctx_new(&c, m, &cp, &err) == 0, "ctx: %s", err.msg);
+        qlm_sampler_params sp = qlm_sampler_defaults();
+        sp.temp = 0;
+        qlm_sampler *smp = qlm_sampler_new(&sp, m->hp.n_vocab);
+        qlm_gen_stats st;
+        /* the tiny model never says end-of-text at temp 0 in this prompt */
+        const int rc = c ? qlm_generate(c, m, toks, 6, 4 * 32, smp, NULL, NULL, &st, &err) : -1;
+        CHECK(rc == 0, "generate: %s", err.msg);
+        CHECK(rc || (st.n_gen == 128 && st.stop == QLM_STOP_LENGTH) || st.stop == QLM_STOP_EOG,
+              "generated %d of 128 tokens, stop %s", st.n_gen, qlm_stop_name(st.stop));
+        CHECK(c && qlm_kv_seq_count(qlm_ctx_kv(c), 0) <= 32, "cache over-full");
+        qlm_sampler_free(smp);
+        qlm_ctx_free(c);
+    }
+    qlm_model_free(m);
+    unlink(path);
+    TEST_END();
+}
+
 int main(int argc, char **argv)
 {
     /* Shell tests borrow the generator: test_model --write-tiny PATH [ARCH] */
@@ -415,5 +600,13 @@ int main(int argc, char **argv)
     check_families();
     check_batch_consistency();
     check_bit_exact_batches();
+    check_against_reference_kv("forward_f32_kv_f16_vs_reference", QT_F32, 0, 2e-3, QLM_KV_F16);
+    check_against_reference_kv("forward_f32_kv_int8_vs_reference", QT_F32, 0, 0.03, QLM_KV_I8);
+    check_multi_seq_bit_exact(QLM_KV_F32);
+    check_multi_seq_bit_exact(QLM_KV_F16);
+    check_multi_seq_bit_exact(QLM_KV_I8);
+    check_shift(QLM_KV_F32, 1e-5);
+    check_shift(QLM_KV_F16, 2e-3);
+    check_shift(QLM_KV_I8, 2.0 / 127);
     TEST_EXIT();
 }

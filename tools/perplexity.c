@@ -24,7 +24,10 @@ static void ppl_usage(FILE *f)
         "  -c, --ctx-size N     tokens per chunk (default 512)\n"
         "      --chunks N       score at most N chunks (default: all)\n"
         "  -t, --threads N      threads (default: physical cores)\n"
-        "  -b, --batch-size N   tokens per forward pass (default 512)\n");
+        "  -b, --batch-size N   tokens per forward pass (default 512)\n"
+        "      --kv-type T      KV cache type for K and V: f32 (the default; llama.cpp's exact\n"
+        "                       scores with -ctk f32 -ctv f32), f16, int8\n"
+        "  -ctk, -ctv T         K or V alone\n");
 }
 
 /* -log softmax(logits)[tok], with the max subtracted for range. */
@@ -41,11 +44,15 @@ int qlm_cmd_perplexity(int argc, char **argv)
 {
     const char *model = NULL, *file = NULL;
     long n_ctx = 512, max_chunks = -1, threads = 0, n_batch = 512;
+    qlm_kv_type type_k = QLM_KV_F32, type_v = QLM_KV_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { ppl_usage(stdout); return 0; }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm perplexity --help)", a);
+        const int kvf = qlm_cli_kv_flag(a, v, &type_k, &type_v);
+        if (kvf < 0) return QLM_EUSAGE;
+        if (kvf) continue;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) file = v;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { if (!qlm_cli_int(a, v, 8, 1 << 20, &n_ctx)) return QLM_EUSAGE; }
@@ -85,10 +92,12 @@ int qlm_cmd_perplexity(int argc, char **argv)
         rc = qlm_fail(&err, QLM_ELOAD, "%s: %zu tokens is less than one chunk of %ld (lower -c)", file, n_toks, n_ctx);
         goto fail;
     }
-    qlm_ctx_params cp = {.n_ctx = (int)n_ctx, .n_batch = (int)n_batch, .n_threads = (int)threads};
+    qlm_ctx_params cp = {.n_ctx = (int)n_ctx, .n_batch = (int)n_batch, .n_threads = (int)threads,
+                         .type_k = type_k, .type_v = type_v};
     if ((rc = qlm_ctx_new(&c, m, &cp, &err))) goto fail;
     if (qlm_batch_init(&b, (int)n_ctx)) { rc = qlm_fail(&err, QLM_ERUNTIME, "out of memory"); goto fail; }
-    fprintf(stderr, "qlm: %zu tokens, %ld chunks of %ld, scoring the second half of each\n", n_toks, n_chunks, n_ctx);
+    fprintf(stderr, "qlm: %zu tokens, %ld chunks of %ld, scoring the second half of each; KV cache K %s V %s\n",
+            n_toks, n_chunks, n_ctx, qlm_kv_type_name(type_k), qlm_kv_type_name(type_v));
 
     const int first = (int)n_ctx / 2;
     double sum = 0, sum2 = 0;

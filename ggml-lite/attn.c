@@ -1,0 +1,60 @@
+#include "ggml-lite/attn.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ggml-lite/vec.h"
+#include "quant/kv_ops.h"
+
+int gl_attn_window(gl_kv_elem k_type, int n, int n_ctx)
+{
+    if (k_type != GL_KV_F32) return (n + 15) / 16 * 16; /* whole chunks for the vector exp */
+    const int w = (n + 255) / 256 * 256;
+    return w < n_ctx ? w : n_ctx;
+}
+
+static void scores(int d, const float *q, float scale, const gl_kv_view *k, int n, const int32_t *idx,
+                   gl_attn_scratch *sc)
+{
+    float *s = sc->s;
+    if (k->type == GL_KV_F32) {
+        const float *kb = k->data;
+        for (int r = 0; r < n; r++) s[r] = gl_dot_f32(d, kb + (idx ? idx[r] : r) * k->ld, q) * scale;
+    } else if (k->type == GL_KV_F16) {
+        qt_kv()->qk_f16(n, d, q, scale, k->data, k->ld, idx, s);
+    } else {
+        const float qd = qt_kv_quantize_i8(d, q, sc->q8);
+        qt_kv()->qk_i8(n, d, sc->q8, qd * scale, k->data, k->ld, k->scale, k->lds, idx, s);
+    }
+}
+
+void gl_attn_head(int d, const float *q, float scale, const gl_kv_view *k, const gl_kv_view *v,
+                  int n, const int32_t *idx, const gl_attn_mask *mask, int n_ctx, int tiled,
+                  gl_attn_scratch *sc, float *out)
+{
+    if (n <= 0) {
+        memset(out, 0, sizeof *out * (size_t)d);
+        return;
+    }
+    const int win = gl_attn_window(k->type, n, n_ctx);
+    scores(d, q, scale, k, n, idx, sc);
+    if (mask && mask->row_pos)
+        for (int r = 0; r < n; r++)
+            if (mask->row_pos[idx ? idx[r] : r] < mask->min_pos) sc->s[r] = -INFINITY;
+    for (int r = n; r < win; r++) sc->s[r] = -INFINITY;
+    gl_softmax_ggml(sc->s, win);
+    if (v->type == GL_KV_F16) {
+        qt_kv()->pv_f16(n, d, v->data, v->ld, idx, sc->s, out);
+    } else if (v->type == GL_KV_I8) {
+        qt_kv()->pv_i8(n, d, v->data, v->ld, v->scale, v->lds, idx, sc->s, out);
+    } else if (!idx) {
+        /* Rows past n have zero weight and add exact zeros; reading them
+         * as llama.cpp's padded window does keeps its kernel's shape. */
+        const int pad = tiled ? (n + 15) / 16 * 16 : (n + 63) / 64 * 64;
+        gl_pv(pad < win ? pad : win, d, v->data, v->ld, sc->s, out, tiled);
+    } else {
+        const float *vb = v->data;
+        for (int r = 0; r < n; r++) memcpy(sc->vrows + (size_t)r * d, vb + idx[r] * v->ld, sizeof(float) * (size_t)d);
+        gl_pv(n, d, sc->vrows, d, sc->s, out, tiled);
+    }
+}

@@ -1,0 +1,57 @@
+/* attn.h - one query head's attention over KV rows in their stored type.
+ *
+ * The caller lists the rows the query sees in rank order (idx, or the
+ * first n rows when idx is NULL); scores, softmax and p.v then depend on
+ * rank only, so a sequence's result does not depend on where its cells
+ * sit in the cache or on what other sequences share it.
+ *
+ * f32 rows take llama.cpp's float order (vec.h): ggml's dot for q.k, its
+ * softmax over a window padded as its cache pads it, and p.v in the
+ * tinyBLAS or vec_dot lane order.  int8 rows: q is quantized once to int8
+ * with its own scale and q.k is an integer dot per row; p.v widens each V
+ * row in registers (never the whole cache).  f16 rows: F16C widening. */
+#ifndef QLM_GL_ATTN_H
+#define QLM_GL_ATTN_H
+
+#include <stdint.h>
+
+typedef enum gl_kv_elem { GL_KV_F32, GL_KV_F16, GL_KV_I8 } gl_kv_elem;
+
+/* One head's column of the cache: row r starts at data + r * ld elements;
+ * int8 rows have their scale at scale[r * lds]. */
+typedef struct gl_kv_view {
+    gl_kv_elem type;
+    const void *data;
+    int64_t ld;
+    const float *scale;
+    int64_t lds;
+} gl_kv_view;
+
+typedef struct gl_attn_scratch {
+    float *s;      /* >= window floats (gl_attn_window of the cache size) */
+    int8_t *q8;    /* >= head_dim */
+    float *vrows;  /* f32 V with idx: >= n * head_dim floats, else unused */
+} gl_attn_scratch;
+
+/* The softmax window for n visible rows in a cache of n_ctx cells: f32
+ * keeps llama.cpp's (the used range padded to 256, capped at n_ctx). */
+int gl_attn_window(gl_kv_elem k_type, int n, int n_ctx);
+
+/* Rows the query may not see although they are listed (a sliding
+ * window): row r is masked when row_pos[r] < min_pos, r being the row's
+ * index in the cache (idx[rank], or the rank when idx is NULL).  Masked
+ * rows keep their rank and weigh exactly zero, as in llama.cpp's masked
+ * window, so the float order does not change.  row_pos NULL: no mask. */
+typedef struct gl_attn_mask {
+    const int32_t *row_pos;
+    int32_t min_pos;
+} gl_attn_mask;
+
+/* out[0..d) = softmax(scale * q.K) . V over the n rows.  tiled selects
+ * the tinyBLAS p.v order for f32 V (several tokens of one sequence at
+ * once, as llama.cpp's batched matmul), else ggml's vec_dot order. */
+void gl_attn_head(int d, const float *q, float scale, const gl_kv_view *k, const gl_kv_view *v,
+                  int n, const int32_t *idx, const gl_attn_mask *mask, int n_ctx, int tiled,
+                  gl_attn_scratch *sc, float *out);
+
+#endif

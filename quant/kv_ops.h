@@ -1,0 +1,52 @@
+/* kv_ops.h - attention kernels over a KV cache stored as int8 or f16.
+ *
+ * Rows of the cache are addressed by an index list (the cells a query
+ * sees, in rank order) so that attention never copies or dequantizes the
+ * cache as a whole; idx == NULL means rows 0..n-1.  Each kernel's result
+ * depends only on the values of the rows in rank order, never on where
+ * they sit, which is what makes a sequence's output independent of other
+ * sequences sharing the cache.
+ *
+ * Float order is part of each contract below, so every ISA version
+ * returns bits identical to the scalar reference (kv_ref.c):
+ *  - qk_i8: the integer dot is exact; then one float multiply chain.
+ *  - qk_f16: 16 lane accumulators (element k in lane k % 16, FMA), summed
+ *    with qt_reduce16's tree, then times scale.
+ *  - pv_*: for each output element, two FMA chains (rank r in chain r % 2)
+ *    added at the end. */
+#ifndef QLM_QT_KV_OPS_H
+#define QLM_QT_KV_OPS_H
+
+#include <stdint.h>
+
+typedef struct qt_kv_ops {
+    const char *name;
+    /* s[r] = (float)(q . K_c) * (qd * kd[c * lds]), c = idx ? idx[r] : r,
+     * for r < n; K_c is the d int8 values at k + c * ldk. */
+    void (*qk_i8)(int n, int d, const int8_t *q, float qd, const int8_t *k, int64_t ldk,
+                  const float *kd, int64_t lds, const int32_t *idx, float *s);
+    /* s[r] = (q . f32(K_c)) * scale, K_c the d halves at k + c * ldk. */
+    void (*qk_f16)(int n, int d, const float *q, float scale, const uint16_t *k, int64_t ldk,
+                   const int32_t *idx, float *s);
+    /* out[e] = sum_r (p[r] * vd[c * lds]) * V_c[e], e < d. */
+    void (*pv_i8)(int n, int d, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                  const int32_t *idx, const float *p, float *out);
+    /* out[e] = sum_r p[r] * f32(V_c[e]). */
+    void (*pv_f16)(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *idx,
+                   const float *p, float *out);
+} qt_kv_ops;
+
+/* The reference set and the one for this CPU (QLM_ISA caps it as for the
+ * weight kernels). */
+const qt_kv_ops *qt_kv_ref(void);
+const qt_kv_ops *qt_kv(void);
+
+/* Symmetric int8 with one scale for the n values: q = round(x / d) with
+ * d = max|x| / 127 (ties to even; all-zero x gives d = 0).  Returns d. */
+float qt_kv_quantize_i8(int n, const float *x, int8_t *q);
+
+#if defined(__x86_64__)
+extern const qt_kv_ops qt_kv_avx2, qt_kv_avx2_vnni, qt_kv_avx512, qt_kv_avx512_vnni;
+#endif
+
+#endif

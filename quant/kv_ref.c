@@ -1,0 +1,89 @@
+/* kv_ref.c - the scalar reference of kv_ops.h and the choice of set. */
+#include "kv_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "f32ops.h"
+#include "fp16.h"
+
+float qt_kv_quantize_i8(int n, const float *x, int8_t *q)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < n; i++) amax = fmaxf(amax, fabsf(x[i]));
+    const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int i = 0; i < n; i++) {
+        long v = lrintf(x[i] * id);
+        q[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+    }
+    return d;
+}
+
+static void ref_qk_i8(int n, int d, const int8_t *q, float qd, const int8_t *k, int64_t ldk,
+                      const float *kd, int64_t lds, const int32_t *idx, float *s)
+{
+    for (int r = 0; r < n; r++) {
+        const int64_t c = idx ? idx[r] : r;
+        const int8_t *kr = k + c * ldk;
+        int32_t sum = 0;
+        for (int e = 0; e < d; e++) sum += (int32_t)q[e] * kr[e];
+        s[r] = (float)sum * (qd * kd[c * lds]);
+    }
+}
+
+static void ref_qk_f16(int n, int d, const float *q, float scale, const uint16_t *k, int64_t ldk,
+                       const int32_t *idx, float *s)
+{
+    for (int r = 0; r < n; r++) {
+        const uint16_t *kr = k + (idx ? idx[r] : r) * ldk;
+        float acc[16] = {0};
+        for (int e = 0; e < d; e++) acc[e % 16] = fmaf(q[e], qt_f16_to_f32(kr[e]), acc[e % 16]);
+        s[r] = qt_reduce16(acc) * scale;
+    }
+}
+
+static void ref_pv_i8(int n, int d, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                      const int32_t *idx, const float *p, float *out)
+{
+    for (int e = 0; e < d; e++) {
+        float acc[2] = {0.0f, 0.0f};
+        for (int r = 0; r < n; r++) {
+            const int64_t c = idx ? idx[r] : r;
+            acc[r & 1] = fmaf(p[r] * vd[c * lds], (float)v[c * ldv + e], acc[r & 1]);
+        }
+        out[e] = acc[0] + acc[1];
+    }
+}
+
+static void ref_pv_f16(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *idx,
+                       const float *p, float *out)
+{
+    for (int e = 0; e < d; e++) {
+        float acc[2] = {0.0f, 0.0f};
+        for (int r = 0; r < n; r++) {
+            const int64_t c = idx ? idx[r] : r;
+            acc[r & 1] = fmaf(p[r], qt_f16_to_f32(v[c * ldv + e]), acc[r & 1]);
+        }
+        out[e] = acc[0] + acc[1];
+    }
+}
+
+static const qt_kv_ops ref_ops = {.name = "scalar", .qk_i8 = ref_qk_i8, .qk_f16 = ref_qk_f16,
+                                  .pv_i8 = ref_pv_i8, .pv_f16 = ref_pv_f16};
+
+const qt_kv_ops *qt_kv_ref(void) { return &ref_ops; }
+
+const qt_kv_ops *qt_kv(void)
+{
+#if defined(__x86_64__)
+    switch (qt_isa_active()) {
+    case QT_ISA_AVX512_VNNI: return &qt_kv_avx512_vnni;
+    case QT_ISA_AVX512: return &qt_kv_avx512;
+    case QT_ISA_AVX2_VNNI: return &qt_kv_avx2_vnni;
+    case QT_ISA_AVX2: return &qt_kv_avx2;
+    default: break;
+    }
+#endif
+    return &ref_ops;
+}

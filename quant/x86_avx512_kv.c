@@ -1,0 +1,177 @@
+/* x86_avx512_kv.c - kv_ops.h with AVX-512 F/BW/VL, and with AVX512-VNNI.
+ *
+ * Bit-identical to kv_ref.c like the AVX2 set; 512-bit registers cover a
+ * 64-wide head in one load, and masks take the ragged ends that the AVX2
+ * set leaves to scalar code. */
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <math.h>
+
+#include "f32ops.h"
+#include "fp16.h"
+#include "kv_ops.h"
+
+#define INLINE static inline __attribute__((always_inline))
+#define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
+#include "x86_simd.h"
+
+/* |q| x sign(k, q) by groups of four bytes, as in the AVX2 set; BW has no
+ * vpsignb, so k is negated under q's sign mask. */
+INLINE __m512i dot4_512(__m512i vq, __m512i vk, const int vnni)
+{
+    const __m512i u = _mm512_abs_epi8(vq);
+    const __m512i sk = _mm512_mask_sub_epi8(vk, _mm512_movepi8_mask(vq), _mm512_setzero_si512(), vk);
+    if (vnni) {
+        __m512i acc = _mm512_setzero_si512();
+        __asm__(QT_X86_DPBUSD : "+v"(acc) : "v"(u), "v"(sk));
+        return acc;
+    }
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(u, sk), _mm512_set1_epi16(1));
+}
+
+/* The 16 int32 lane sums of a[0..15] as one register (row r in lane r):
+ * a transposing add tree, 15 register steps for 16 rows instead of a
+ * horizontal reduction per row.  Integer adds, so exact in any order. */
+INLINE __m512i sum16x16(const __m512i a[16])
+{
+    __m512i b[8], c[4];
+    for (int i = 0; i < 8; i++)
+        b[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
+    for (int j = 0; j < 4; j++)
+        c[j] = _mm512_add_epi32(_mm512_unpacklo_epi64(b[2 * j], b[2 * j + 1]), _mm512_unpackhi_epi64(b[2 * j], b[2 * j + 1]));
+    const __m512i d0 = _mm512_add_epi32(_mm512_shuffle_i32x4(c[0], c[1], 0x88), _mm512_shuffle_i32x4(c[0], c[1], 0xdd));
+    const __m512i d1 = _mm512_add_epi32(_mm512_shuffle_i32x4(c[2], c[3], 0x88), _mm512_shuffle_i32x4(c[2], c[3], 0xdd));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(d0, d1, 0x88), _mm512_shuffle_i32x4(d0, d1, 0xdd));
+}
+
+/* One row's products by groups of four bytes, summed over its chunks. */
+INLINE __m512i row_dot(int d64, __mmask64 tail, const int8_t *q, const int8_t *kr, const int vnni)
+{
+    __m512i acc = _mm512_setzero_si512();
+    for (int e = 0; e < d64; e += 64)
+        acc = _mm512_add_epi32(acc, dot4_512(_mm512_loadu_si512(q + e), _mm512_loadu_si512(kr + e), vnni));
+    if (tail)
+        acc = _mm512_add_epi32(acc, dot4_512(_mm512_maskz_loadu_epi8(tail, q + d64), _mm512_maskz_loadu_epi8(tail, kr + d64), vnni));
+    return acc;
+}
+
+INLINE void qk_i8_body(int n, int d, const int8_t *q, float qd, const int8_t *k, int64_t ldk,
+                       const float *kd, int64_t lds, const int32_t *idx, float *s, const int vnni)
+{
+    const int d64 = d & ~63;
+    const __mmask64 tail = d - d64 >= 64 ? ~0ull : (1ull << (d - d64)) - 1;
+    const __m512 vqd = _mm512_set1_ps(qd);
+    int r = 0;
+    for (; r + 16 <= n; r += 16) {
+        __m512i acc[16];
+        float sc[16];
+        for (int i = 0; i < 16; i++) {
+            const int64_t c = idx ? idx[r + i] : r + i;
+            acc[i] = row_dot(d64, tail, q, k + c * ldk, vnni);
+            sc[i] = kd[c * lds];
+        }
+        /* (float)sum * (qd * kd), the reference's two roundings per lane */
+        const __m512 w = _mm512_mul_ps(vqd, _mm512_loadu_ps(sc));
+        _mm512_storeu_ps(s + r, _mm512_mul_ps(_mm512_cvtepi32_ps(sum16x16(acc)), w));
+    }
+    for (; r < n; r++) {
+        const int64_t c = idx ? idx[r] : r;
+        s[r] = (float)_mm512_reduce_add_epi32(row_dot(d64, tail, q, k + c * ldk, vnni)) * (qd * kd[c * lds]);
+    }
+}
+
+static void qk_i8(int n, int d, const int8_t *q, float qd, const int8_t *k, int64_t ldk,
+                  const float *kd, int64_t lds, const int32_t *idx, float *s)
+{
+    qk_i8_body(n, d, q, qd, k, ldk, kd, lds, idx, s, 0);
+}
+
+static void qk_i8_vnni(int n, int d, const int8_t *q, float qd, const int8_t *k, int64_t ldk,
+                       const float *kd, int64_t lds, const int32_t *idx, float *s)
+{
+    qk_i8_body(n, d, q, qd, k, ldk, kd, lds, idx, s, 1);
+}
+
+INLINE __mmask16 mask16(int w) { return (__mmask16)(w >= 16 ? 0xffff : (1u << w) - 1); }
+
+/* qt_reduce16's tree on one register. */
+INLINE float reduce16(__m512 a)
+{
+    const __m256 t = _mm256_add_ps(_mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(a));
+    const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
+    const __m128 v = _mm_add_ps(u, _mm_permute_ps(u, 0x4e));
+    return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 0x55)));
+}
+
+/* Masked-off lanes load zeros, and fma(0, 0, acc) leaves acc as it is. */
+static void qk_f16(int n, int d, const float *q, float scale, const uint16_t *k, int64_t ldk,
+                   const int32_t *idx, float *s)
+{
+    for (int r = 0; r < n; r++) {
+        const uint16_t *kr = k + (idx ? idx[r] : r) * ldk;
+        __m512 acc = _mm512_setzero_ps();
+        for (int e = 0; e < d; e += 16) {
+            const __mmask16 m = mask16(d - e);
+            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + e),
+                                  _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, kr + e)), acc);
+        }
+        s[r] = reduce16(acc) * scale;
+    }
+}
+
+INLINE __m512 v16_i8(__mmask16 m, const int8_t *p)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
+}
+INLINE __m512 v16_f16(__mmask16 m, const uint16_t *p)
+{
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+/* 64 elements (4 registers x 2 chains) at a time, then masked 16s. */
+#define PV_BODY(T, LOAD16, WEIGHT)                                                            \
+    const int d64 = d & ~63;                                                                \
+    int e0 = 0;                                                                             \
+    for (; e0 < d64; e0 += 64) {                                                            \
+        __m512 a[2][4];                                                                     \
+        for (int i = 0; i < 4; i++) a[0][i] = a[1][i] = _mm512_setzero_ps();                \
+        for (int r = 0; r < n; r++) {                                                       \
+            const int64_t c = idx ? idx[r] : r;                                             \
+            const T *vr = v + c * ldv + e0;                                                 \
+            const __m512 w = _mm512_set1_ps(WEIGHT);                                        \
+            for (int i = 0; i < 4; i++)                                                     \
+                a[r & 1][i] = _mm512_fmadd_ps(w, LOAD16(0xffff, vr + 16 * i), a[r & 1][i]); \
+        }                                                                                   \
+        for (int i = 0; i < 4; i++) _mm512_storeu_ps(out + e0 + 16 * i, _mm512_add_ps(a[0][i], a[1][i])); \
+    }                                                                                       \
+    for (; e0 < d; e0 += 16) {                                                              \
+        const __mmask16 m = mask16(d - e0);                                                 \
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                           \
+        for (int r = 0; r < n; r++) {                                                       \
+            const int64_t c = idx ? idx[r] : r;                                             \
+            const __m512 w = _mm512_set1_ps(WEIGHT), x = LOAD16(m, v + c * ldv + e0);       \
+            if (r & 1) a1 = _mm512_fmadd_ps(w, x, a1); else a0 = _mm512_fmadd_ps(w, x, a0); \
+        }                                                                                   \
+        _mm512_mask_storeu_ps(out + e0, m, _mm512_add_ps(a0, a1));                          \
+    }
+
+static void pv_i8(int n, int d, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                  const int32_t *idx, const float *p, float *out)
+{
+    PV_BODY(int8_t, v16_i8, p[r] * vd[c * lds])
+}
+
+static void pv_f16(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *idx,
+                   const float *p, float *out)
+{
+    PV_BODY(uint16_t, v16_f16, p[r])
+}
+
+const qt_kv_ops qt_kv_avx512 = {.name = "avx512", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16};
+const qt_kv_ops qt_kv_avx512_vnni = {.name = "avx512-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16,
+                                     .pv_i8 = pv_i8, .pv_f16 = pv_f16};
+
+#else
+typedef int qt_x86_avx512_kv_unused;
+#endif
