@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_spec.h"
 #include "generate.h"
 #include "json.h"
 #include "model.h"
@@ -40,6 +41,7 @@ typedef struct run_opts {
     bool chat, dump_prompt;
     const char *system, *chat_template;
     int load_mode; /* gguf_load_mode, -1: default */
+    qlm_spec_opts spec;
 } run_opts;
 
 static void run_usage(FILE *f)
@@ -74,8 +76,10 @@ static void run_usage(FILE *f)
         "      --json              print one JSON object: text, tokens, timings, stop reason\n"
         QLM_CLI_LOAD_HELP
         "  -v, --verbose           log loading and timings to stderr\n"
+        "%s"
         "\n"
-        "exit status: 0 ok, 1 usage, 2 cannot load model or input, 3 runtime failure, 130 interrupted\n");
+        "exit status: 0 ok, 1 usage, 2 cannot load model or input, 3 runtime failure, 130 interrupted\n",
+        qlm_spec_usage);
 }
 
 static bool is_opt(const char *a, const char *s1, const char *s2)
@@ -85,7 +89,8 @@ static bool is_opt(const char *a, const char *s1, const char *s2)
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
-    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1};
+    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1,
+                    .spec = qlm_spec_opts_defaults()};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long l;
@@ -99,6 +104,11 @@ static int parse_args(int argc, char **argv, run_opts *o)
         if (IS("--dump-prompt", NULL)) { o->dump_prompt = true; continue; }
         const int lf = qlm_cli_load_flag(a, &o->load_mode);
         if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
+        const int sr = qlm_spec_opt(&o->spec, argc, argv, &i);
+        if (sr >= 0) {
+            if (sr) return sr;
+            continue;
+        }
         const char *v = NEXT();
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm run --help)", a);
         if (IS("-m", "--model")) o->model = v;
@@ -322,6 +332,7 @@ int qlm_cmd_run(int argc, char **argv)
     qlm_model *m = NULL;
     qlm_ctx *ctx = NULL;
     qlm_sampler *smp = NULL;
+    qlm_spec_cli sc = {0};
     int32_t *ids = NULL;
     size_t n_ids = 0;
     out_state out = {.json = o.json};
@@ -331,6 +342,7 @@ int qlm_cmd_run(int argc, char **argv)
     if ((rc = qlm_model_load_mode(&m, o.model, lm, &err))) goto fail;
     qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads};
     if ((rc = qlm_ctx_new(&ctx, m, &cp, &err))) goto fail;
+    if ((rc = qlm_spec_cli_start(&sc, &o.spec, m, &cp, &o.sp, &err))) goto fail;
     const double load_ms = qlm_now_ms() - t0;
     if (logs) {
         const qlm_kv *kv = qlm_ctx_kv(ctx);
@@ -366,7 +378,11 @@ int qlm_cmd_run(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_sigint);
     qlm_gen_stats st;
-    rc = qlm_generate(ctx, m, ids, (int)n_ids, o.n_predict, smp, on_token, &out, &st, &err);
+    if (sc.drafter)
+        rc = qlm_spec_generate(ctx, m, sc.drafter, &sc.params, ids, (int)n_ids, o.n_predict, smp, on_token,
+                               &out, &st, &sc.stats, &err);
+    else
+        rc = qlm_generate(ctx, m, ids, (int)n_ids, o.n_predict, smp, on_token, &out, &st, &err);
     if (rc) goto fail;
     if (!out.stopped && !out.broken_pipe) {
         const char *rest;
@@ -385,10 +401,12 @@ int qlm_cmd_run(int argc, char **argv)
         qlm_json_str(stdout, out.text ? out.text : "", out.len);
         printf(",\"stop_reason\":\"%s\",\"tokens\":{\"prompt\":%d,\"generated\":%d},"
                "\"timings\":{\"load_ms\":%.3f,\"prompt_ms\":%.3f,\"generate_ms\":%.3f,"
-               "\"prompt_tokens_per_s\":%.3f,\"generate_tokens_per_s\":%.3f}}\n",
+               "\"prompt_tokens_per_s\":%.3f,\"generate_tokens_per_s\":%.3f}",
                stop_name, st.n_prompt, st.n_gen, load_ms, st.prompt_ms, st.gen_ms,
                st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0,
                st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0);
+        qlm_spec_cli_json(stdout, &sc, &st);
+        printf("}\n");
         if (fflush(stdout) || ferror(stdout)) {
             if (errno == EPIPE) goto done;
             rc = qlm_fail(&err, QLM_ERUNTIME, "writing the output: %s", strerror(errno));
@@ -400,10 +418,12 @@ int qlm_cmd_run(int argc, char **argv)
                 "(%.1f t/s), stop: %s\n", st.prompt_ms, st.n_prompt, st.prompt_ms,
                 st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen, st.gen_ms,
                 st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, stop_name);
+        qlm_spec_cli_log(stderr, &sc, &st);
     }
     if (st.stop == QLM_STOP_CALLER && interrupted && !out.stopped) rc = QLM_EINTR;
 done:
     qlm_sampler_free(smp);
+    qlm_spec_cli_end(&sc);
     free(ids);
     free(out.text);
     qlm_stopper_free(&out.stop);
