@@ -75,20 +75,30 @@ static float top_prob(const float *lg, int n)
     return (float)(1.0 / sum);
 }
 
-/* Makes the draft's cache hold exactly ctx[0..n) with the logits of its
- * last entry current: keeps the cached prefix ctx still starts with. */
+/* After a pause in speculation the draft model lags behind by up to a
+ * whole paused stretch.  Decoding all of it would make every probe cost
+ * a prefill of that stretch, so only its last CATCHUP_MAX tokens are
+ * decoded and the rest stays a hole in the draft's context: drafts from a
+ * slightly blind draft are still checked by the target, so this costs
+ * acceptance, never correctness. */
+#define CATCHUP_MAX 16
+
+/* Makes the draft's cache hold ctx[0..n) (less any hole) with the logits
+ * of its last entry current, keeping the cached prefix ctx starts with. */
 static int model_sync(model_drafter *d, const int32_t *ctx, int n, qlm_err *err)
 {
     gl_set_threads(d->n_threads);
     int keep = 0;
-    while (keep < d->n_toks && keep < n - 1 && d->toks[keep] == ctx[keep]) keep++;
+    while (keep < d->n_toks && keep < n - 1 && (d->toks[keep] == ctx[keep] || d->toks[keep] < 0)) keep++;
     qlm_kv_seq_rm(qlm_ctx_kv(d->c), 0, keep, -1);
+    const int from = keep > 0 && n - keep > CATCHUP_MAX ? n - CATCHUP_MAX : keep;
+    for (int i = keep; i < from; i++) d->toks[i] = -1; /* the hole */
     d->b.n = 0;
-    for (int i = keep; i < n; i++) qlm_batch_add(&d->b, ctx[i], i, 0, i == n - 1);
-    d->n_toks = keep;
+    for (int i = from; i < n; i++) qlm_batch_add(&d->b, ctx[i], i, 0, i == n - 1);
+    d->n_toks = from;
     const int rc = qlm_decode(d->c, &d->b, err);
     if (rc) return rc;
-    memcpy(d->toks + keep, ctx + keep, sizeof *ctx * (size_t)(n - keep));
+    memcpy(d->toks + from, ctx + from, sizeof *ctx * (size_t)(n - from));
     d->n_toks = n;
     return QLM_OK;
 }
