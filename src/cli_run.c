@@ -342,7 +342,7 @@ int qlm_cmd_run(int argc, char **argv)
     if ((rc = qlm_model_load_mode(&m, o.model, lm, &err))) goto fail;
     qlm_ctx_params cp = {.n_ctx = o.n_ctx, .n_batch = o.n_batch, .n_threads = o.n_threads};
     if ((rc = qlm_ctx_new(&ctx, m, &cp, &err))) goto fail;
-    if ((rc = qlm_spec_cli_start(&sc, &o.spec, m, &cp, &o.sp, &err))) goto fail;
+    if ((rc = qlm_spec_cli_start(&sc, &o.spec, m, ctx, &cp, &o.sp, &err))) goto fail;
     const double load_ms = qlm_now_ms() - t0;
     if (logs) {
         const qlm_kv *kv = qlm_ctx_kv(ctx);

@@ -51,7 +51,7 @@ int qlm_spec_opt(qlm_spec_opts *o, int argc, char **argv, int *i)
     return 0;
 }
 
-int qlm_spec_cli_start(qlm_spec_cli *sc, const qlm_spec_opts *o, const qlm_model *m,
+int qlm_spec_cli_start(qlm_spec_cli *sc, const qlm_spec_opts *o, const qlm_model *m, qlm_ctx *c,
                        const qlm_ctx_params *cp, const qlm_sampler_params *sp, qlm_err *err)
 {
     *sc = (qlm_spec_cli){.params = qlm_spec_defaults()};
@@ -74,6 +74,8 @@ int qlm_spec_cli_start(qlm_spec_cli *sc, const qlm_spec_opts *o, const qlm_model
     }
     qlm_draft_model_params dp = {.model = sc->draft, .ctx = *cp, .sampling = *sp, .n_vocab = n_shared,
                                  .n_min = o->n_draft_min, .p_min = o->p_min};
+    /* as many cells as the target: drafts run up to the target's positions */
+    dp.ctx.n_ctx = qlm_ctx_n_ctx(c);
     if (o->threads_draft) dp.ctx.n_threads = o->threads_draft;
     if ((rc = qlm_drafter_model_new(&sc->drafter, &dp, err))) qlm_spec_cli_end(sc);
     return rc;

@@ -33,7 +33,7 @@ typedef struct qlm_spec_cli {
 
 /* Loads and checks the draft model (or sets up lookup) for target m;
  * leaves sc->drafter NULL when no speculative flag was given. */
-int qlm_spec_cli_start(qlm_spec_cli *sc, const qlm_spec_opts *o, const qlm_model *m,
+int qlm_spec_cli_start(qlm_spec_cli *sc, const qlm_spec_opts *o, const qlm_model *m, qlm_ctx *c,
                        const qlm_ctx_params *cp, const qlm_sampler_params *sp, qlm_err *err);
 void qlm_spec_cli_end(qlm_spec_cli *sc);
 /* ,"speculative":{...} for --json (nothing without a drafter). */

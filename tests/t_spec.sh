@@ -58,3 +58,44 @@ $QLM run -m "$M" -p hi -n 4 --lookup --draft 2 --draft-min 3 >"$tmp/out" 2>"$tmp
 expect_error spec_min_over_max 1
 $QLM run -m "$M" -p hi -n 4 --lookup --draft x >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect_error spec_bad_number 1
+
+# qlm draft: a derived draft loads, fits its target and changes nothing
+$QLM draft "$M" "$tmp/derived.gguf" --layers 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && $QLM inspect "$tmp/derived.gguf" 2>/dev/null | grep -q "block_count *uint32 *1$" \
+   && ! $QLM inspect "$tmp/derived.gguf" 2>/dev/null | grep -q "blk\.1\." \
+   && $QLM run -m "$M" -p "$P" -n 40 --temp 0 -md "$tmp/derived.gguf" --draft-fixed >"$tmp/spec" 2>"$tmp/err2" \
+   && cmp -s "$tmp/plain" "$tmp/spec"; then pass draft_derived_works
+else fail draft_derived_works "rc=$rc $(head -c 300 "$tmp/err") $(head -c 300 "$tmp/err2")"; fi
+$QLM draft "$M" "$tmp/d2.gguf" --layers 1-1 --type q8_0 >/dev/null 2>&1 && $QLM inspect "$tmp/d2.gguf" 2>/dev/null | grep -q "blk.0.attn_q.weight *q8_0"
+if [ $? = 0 ]; then pass draft_layer_list_and_type; else fail draft_layer_list_and_type "list/type not applied"; fi
+$QLM draft "$M" "$tmp/d3.gguf" --layers 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect_error draft_too_many_layers 1 "has 2 layers"
+$QLM draft "$M" "$tmp/d3.gguf" --layers 0-x >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect_error draft_bad_list 1
+$QLM draft "$tmp/none.gguf" "$tmp/d3.gguf" >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect_error draft_missing_input 2
+
+# Conformance (real models, slow): speculative greedy output equals plain
+# on every fixture prompt, through the real kernels (Q4_1, and Q4_0 with its
+# repacked order), with lookup and with the other quantization as draft.
+if [ "${QLM_CONFORMANCE:-0}" = 1 ]; then
+    Q41=models/SmolLM2-135M-Instruct.Q4_1.gguf Q40=models/SmolLM2-135M-Instruct.Q4_0.gguf
+    if [ -f "$Q41" ] && [ -f "$Q40" ]; then
+        bad=""; n=0
+        for f in tests/data/prompts/*.txt; do
+            for pair in "$Q41 $Q40" "$Q40 $Q41"; do
+                set -- $pair
+                $QLM run -m "$1" -f "$f" -n 64 --temp 0 -c 2048 >"$tmp/plain" 2>/dev/null
+                for flags in "--lookup --lookup-ngram 2 --draft-fixed" "-md $2 --draft 4 --draft-fixed"; do
+                    $QLM run -m "$1" -f "$f" -n 64 --temp 0 -c 2048 $flags >"$tmp/spec" 2>/dev/null
+                    n=$((n + 1))
+                    cmp -s "$tmp/plain" "$tmp/spec" || bad="$bad $(basename "$f"):$(basename "$1"):${flags%% *}"
+                done
+            done
+        done
+        if [ -z "$bad" ]; then pass "spec_conformance_greedy_identical ($n runs)"
+        else fail spec_conformance_greedy_identical "differs:$bad"; fi
+    else
+        fail spec_conformance_greedy_identical "models missing (make conformance fetches them)"
+    fi
+fi
