@@ -374,7 +374,7 @@ static void distribution_matches(const char *target_path, const char *close_path
     qlm_model *m = NULL, *mc = NULL, *mb = NULL, *mh = NULL;
     const bool ok = !qlm_model_load(&m, target_path, &err) && !qlm_model_load(&mc, close_path, &err)
                     && !qlm_model_load(&mb, bad_path, &err) && !qlm_model_load(&mh, half_path, &err);
-    const long N = 6000;
+    const long N = 4000;
     long dr, ac;
     const int32_t prompt[] = {'t', 'h', 'e', ' ', 'c', 'a', 't'};
     const int np = (int)(sizeof prompt / sizeof prompt[0]);
