@@ -19,5 +19,10 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens);
  * x is [n_tokens][ne[0]], y is [n_tokens][ne[1]]; scratch holds at least
  * gl_matmul_scratch() bytes.  Returns -1 if the type has no dot product. */
 int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch);
+/* The same with every token's outputs bit for bit those of a one-token
+ * call (the repacked types' gemm sums in another order than their gemv;
+ * speculative verification needs the gemv's bits).  Weights are still
+ * read once per group of rows for all tokens. */
+int gl_matmul_each(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch);
 
 #endif

@@ -503,6 +503,64 @@ static void compat(const char *target_path)
     unlink(path);
 }
 
+/* Verification's premise, for every weight type with its own batched
+ * kernels: k tokens in one one_by_one batch give the bits of k one-token
+ * decodes (llama.cpp's repacked Q4_K gemm sums in another order than its
+ * gemv, so this needs the single-token kernels for every token). */
+static void verify_batch_bit_exact(void)
+{
+    static const qt_type types[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K, QT_Q6_K, QT_Q8_0};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        char name[80], path[64];
+        snprintf(name, sizeof name, "verify_batch_bit_exact_%s", qt_get(types[ti])->name);
+        TEST_BEGIN(name);
+        tmp_path(path);
+        tiny_cfg cfg = tiny_default();
+        cfg.n_embd = 256; /* K-quant rows */
+        cfg.n_ff = 256;
+        cfg.wtype = types[ti];
+        qlm_err err = {0};
+        qlm_model *m = NULL;
+        CHECK(!tiny_write(path, &cfg) && !qlm_model_load(&m, path, &err), "setup: %s", err.msg);
+        enum { NT = 12 };
+        const int32_t tk[NT] = {72, 101, 108, 108, 111, 44, 32, 256, 3, 200, 17, 99};
+        qlm_ctx *a = NULL, *b = NULL;
+        qlm_ctx_params cp = {.n_ctx = 64, .n_threads = 2};
+        if (m && !qlm_ctx_new(&a, m, &cp, &err) && !qlm_ctx_new(&b, m, &cp, &err)) {
+            const int V = m->hp.n_vocab;
+            float *one = malloc(sizeof(float) * NT * (size_t)V);
+            qlm_batch bt;
+            qlm_batch_init(&bt, NT);
+            /* a prompt first, as in generation, then the tokens to check */
+            for (int i = 0; i < 4; i++) qlm_batch_add(&bt, tk[i], i, 0, false);
+            qlm_decode(a, &bt, &err);
+            qlm_decode(b, &bt, &err);
+            for (int i = 4; i < NT; i++) {
+                bt.n = 0;
+                qlm_batch_add(&bt, tk[i], i, 0, true);
+                qlm_decode(a, &bt, &err);
+                memcpy(one + (size_t)i * V, qlm_logits(a, 0), sizeof(float) * (size_t)V);
+            }
+            bt.n = 0;
+            bt.one_by_one = true;
+            for (int i = 4; i < NT; i++) qlm_batch_add(&bt, tk[i], i, 0, true);
+            int same = !qlm_decode(b, &bt, &err);
+            for (int i = 4; same && i < NT; i++)
+                same = !memcmp(one + (size_t)i * V, qlm_logits(b, i - 4), sizeof(float) * (size_t)V);
+            CHECK(same, "a one_by_one batch of %d differs from one-token decodes", NT - 4);
+            qlm_batch_free(&bt);
+            free(one);
+        } else {
+            CHECK(0, "context: %s", err.msg);
+        }
+        qlm_ctx_free(a);
+        qlm_ctx_free(b);
+        qlm_model_free(m);
+        unlink(path);
+        TEST_END();
+    }
+}
+
 static void sampler_dist(void)
 {
     TEST_BEGIN("sample_dist_is_the_chain");
@@ -547,6 +605,7 @@ int main(int argc, char **argv)
         return 1;
     }
     sampler_dist();
+    verify_batch_bit_exact();
     greedy_identical(target, close_p, bad);
     distribution_matches(target, close_p, bad, half);
     compat(target);
