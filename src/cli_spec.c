@@ -73,7 +73,9 @@ int qlm_spec_cli_start(qlm_spec_cli *sc, const qlm_spec_opts *o, const qlm_model
         return rc;
     }
     qlm_draft_model_params dp = {.model = sc->draft, .ctx = *cp, .sampling = *sp, .n_vocab = n_shared,
-                                 .n_min = o->n_draft_min, .p_min = o->p_min};
+                                 .n_min = o->n_draft_min, .p_min = o->p_min,
+                                 /* decoding streams the weights: size is the first guess at cost */
+                                 .rel_cost = (double)sc->draft->gguf->size / (double)m->gguf->size};
     /* as many cells as the target: drafts run up to the target's positions */
     dp.ctx.n_ctx = qlm_ctx_n_ctx(c);
     if (o->threads_draft) dp.ctx.n_threads = o->threads_draft;

@@ -151,7 +151,8 @@ int qlm_drafter_model_new(qlm_drafter **out, const qlm_draft_model_params *p, ql
     *out = NULL;
     model_drafter *d = calloc(1, sizeof *d);
     if (!d) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
-    d->base = (qlm_drafter){.kind = "model", .propose = model_propose, .begin = model_begin, .free = model_free};
+    d->base = (qlm_drafter){.kind = "model", .rel_cost = p->rel_cost, .propose = model_propose,
+                            .begin = model_begin, .free = model_free};
     int rc = qlm_ctx_new(&d->c, p->model, &p->ctx, err);
     if (rc) {
         free(d);

@@ -61,6 +61,7 @@ typedef struct adapt {
     double acc, trials; /* decayed counts: accepted drafts, accept/reject events */
     double beta;        /* extra cost of one more verify entry, in plain decodes */
     double t_draft;     /* ms per drafted token; 0 until measured */
+    double draft_prior; /* until then: t_draft / t_plain guessed by the drafter */
     double spec_ms, spec_tok; /* decayed sums over recent rounds: time, tokens generated */
     int rounds;         /* speculative rounds since the last pause */
     int off_left;       /* plain tokens left in the current pause */
@@ -107,7 +108,8 @@ static int adapt_length(adapt *a, int k_min, int k_max)
     for (int k = k_min; k <= k_max; k++) {
         /* expected tokens of a round: accepted run plus the final one */
         const double tokens = al >= 1 ? k + 1 : (1 - pow(al, k + 1)) / (1 - al);
-        const double cost = k * a->t_draft + a->t_plain * (1 + a->beta * k);
+        const double t_draft = a->t_draft > 0 ? a->t_draft : a->draft_prior * a->t_plain;
+        const double cost = k * t_draft + a->t_plain * (1 + a->beta * k);
         if (tokens / cost > best_rate) {
             best_rate = tokens / cost;
             best = k;
@@ -273,6 +275,7 @@ int qlm_spec_generate(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_
     adapt a;
     adapt_init(&a);
     int rc = QLM_OK;
+    if (d) a.draft_prior = d->rel_cost;
     r.hist = malloc(sizeof *r.hist * ((size_t)n_ctx + 1));
     qd = calloc((size_t)V, sizeof *qd);
     resid = malloc(sizeof *resid * (size_t)V);
@@ -333,12 +336,14 @@ int qlm_spec_generate(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_
         const double tv = qlm_now_ms();
         if ((rc = qlm_decode(c, &b, err))) break;
         if (dr.n == 0) {
+            /* a plain step, timed like a round: decode, sample, pass on */
+            const int ended = emit(&r, qlm_sample(s, qlm_logits(c, 0)));
             const double ms = qlm_now_ms() - tv;
             spec->plain_ms += ms;
             spec->n_plain++;
             adapt_plain(&a, ms);
             if (n_plain_first > 0) n_plain_first--;
-            if (emit(&r, qlm_sample(s, qlm_logits(c, 0)))) break;
+            if (ended) break;
             continue;
         }
         int accepted = 0, ended = 0;

@@ -36,6 +36,9 @@ int qlm_draft_set(qlm_draft *d, int i, int32_t tok, const qlm_tok_prob *q, int n
 typedef struct qlm_drafter qlm_drafter;
 struct qlm_drafter {
     const char *kind; /* "model" or "lookup", for logs */
+    /* Cost of a drafted token relative to one target decode, when known
+     * before measuring (0: unknown); adaptive mode starts from it. */
+    double rel_cost;
     /* Proposes at most max (>= 1) tokens to follow ctx[0..n); out->n = 0
      * when it has nothing to offer.  ctx is the whole text so far, so a
      * drafter may keep state keyed by its prefix. */
@@ -53,6 +56,7 @@ typedef struct qlm_draft_model_params {
     int n_vocab;                 /* ids it may propose: the range shared with the target */
     int n_min;                   /* always draft at least this many */
     float p_min;                 /* then stop when its top probability falls below */
+    double rel_cost;             /* expected cost per token relative to the target (0: unknown) */
 } qlm_draft_model_params;
 
 /* A draft model with its own context, KV cache and sampler. */

@@ -77,13 +77,15 @@ expect_error draft_missing_input 2
 
 # Conformance (real models, slow): speculative greedy output equals plain
 # on every fixture prompt, through the real kernels (Q4_1, and Q4_0 with its
-# repacked order), with lookup and with the other quantization as draft.
+# repacked order, Q4_K_M with its repacked K-quant orders), with lookup and
+# with another quantization as draft.
 if [ "${QLM_CONFORMANCE:-0}" = 1 ]; then
     Q41=models/SmolLM2-135M-Instruct.Q4_1.gguf Q40=models/SmolLM2-135M-Instruct.Q4_0.gguf
-    if [ -f "$Q41" ] && [ -f "$Q40" ]; then
+    QK=models/SmolLM2-135M-Instruct.Q4_K_M.gguf
+    if [ -f "$Q41" ] && [ -f "$Q40" ] && [ -f "$QK" ]; then
         bad=""; n=0
         for f in tests/data/prompts/*.txt; do
-            for pair in "$Q41 $Q40" "$Q40 $Q41"; do
+            for pair in "$Q41 $Q40" "$Q40 $Q41" "$QK $Q40"; do
                 set -- $pair
                 $QLM run -m "$1" -f "$f" -n 64 --temp 0 -c 2048 >"$tmp/plain" 2>/dev/null
                 for flags in "--lookup --lookup-ngram 2 --draft-fixed" "-md $2 --draft 4 --draft-fixed"; do
