@@ -275,7 +275,7 @@ int qlm_spec_generate(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_
     adapt a;
     adapt_init(&a);
     int rc = QLM_OK;
-    if (d) a.draft_prior = d->rel_cost;
+    a.draft_prior = d->rel_cost;
     r.hist = malloc(sizeof *r.hist * ((size_t)n_ctx + 1));
     qd = calloc((size_t)V, sizeof *qd);
     resid = malloc(sizeof *resid * (size_t)V);

@@ -7,6 +7,7 @@
 # token against its plain decodes measured in the same process.  A noisy
 # machine moves both columns; read the ratios.
 #   sh tools/bench_spec.sh MODEL "FLAGS" PROMPT_FILE... (env: N=128 R=3 T= QLM=./qlm)
+#   e.g. T=1 sh tools/bench_spec.sh models/SmolLM2-135M-Instruct.Q4_1.gguf --lookup tests/data/spec-bench/*.txt
 M=$1; FLAGS=$2; shift 2
 N=${N:-128}; R=${R:-3}; QLM=${QLM:-./qlm}
 # T=1: one thread each, steadier on a machine shared with other work

@@ -32,7 +32,10 @@ static void draft_usage(FILE *f)
         "                    (default: a third of them), or the listed ones, e.g. 0-7,29\n"
         "  --type TYPE       weight type recipe, as qlm quantize (default Q4_0): %s\n"
         "  -t, --threads N   threads (default: all)\n"
-        "  -v, --verbose     one line per tensor on stderr\n",
+        "  -v, --verbose     one line per tensor on stderr\n"
+        "\n"
+        "Small models lose much per dropped layer (SmolLM2-135M: 10-80%% of its greedy\n"
+        "agreement for a single layer); measure a draft with tools/bench_spec.sh.\n",
         qr_names());
 }
 
