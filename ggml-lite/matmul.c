@@ -56,7 +56,7 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
     }
     /* K-quant weights llama.cpp does not repack, with 8 or more tokens:
      * its tiled kernels' order (quant/tiled.h). */
-    if (qt_tiled_applies(w->type, n_out, n_tokens)) {
+    if (qt_tiled_applies(w->type, n_out, each ? 1 : n_tokens)) {
         qt_tiled_row_fn row = qt_tiled_row();
         #pragma omp parallel for schedule(static)
         for (int64_t r = 0; r < n_out; r++)
@@ -66,7 +66,7 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
     /* Rows outermost: each weight row is streamed once and reused across
      * all tokens of the batch while it is in cache.  Where llama.cpp's
      * tinyBLAS order differs from vec_dot's (quant/tiled.h), it is used. */
-    qt_vec_dot_fn tiny = qt_tinyblas_dot(w->type, n_out, n_tokens);
+    qt_vec_dot_fn tiny = qt_tinyblas_dot(w->type, n_out, each ? 1 : n_tokens);
     qt_vec_dot_fn dot = tiny ? tiny : tr->vec_dot;
     #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n_out; r++) {

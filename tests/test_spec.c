@@ -509,7 +509,7 @@ static void compat(const char *target_path)
  * gemv, so this needs the single-token kernels for every token). */
 static void verify_batch_bit_exact(void)
 {
-    static const qt_type types[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K, QT_Q6_K, QT_Q8_0};
+    static const qt_type types[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K, QT_Q3_K, QT_Q5_K, QT_Q6_K, QT_Q8_0, QT_IQ4_NL, QT_F16};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         char name[80], path[64];
         snprintf(name, sizeof name, "verify_batch_bit_exact_%s", qt_get(types[ti])->name);
