@@ -1,5 +1,6 @@
 #include "ggml-lite/matmul.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "quant/repack.h"
@@ -12,7 +13,7 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
     return qt_row_size(tr->vec_dot_type, w->ne[0]) * (size_t)n_tokens;
 }
 
-int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch)
+static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch, bool each)
 {
     const qt_traits *tr = qt_get(w->type);
     if (!tr || !tr->vec_dot) return -1;
@@ -39,7 +40,7 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
         qt_rp_gemv_fn gemv = rp->gemv[w->type] ? rp->gemv[w->type] : ref->gemv[w->type];
         qt_rp_gemm_fn gemm = rp->gemm[w->type] ? rp->gemm[w->type] : ref->gemm[w->type];
         if (gemv && gemm) {
-            const int n_gemm = n_tokens - n_tokens % QT_RP_COLS;
+            const int n_gemm = each ? 0 : n_tokens - n_tokens % QT_RP_COLS;
             #pragma omp parallel for schedule(static)
             for (int64_t g = 0; g < n_out / QT_RP_ROWS; g++) {
                 const void *wg = gl_row(w, g * QT_RP_ROWS);
@@ -55,7 +56,7 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
     }
     /* K-quant weights llama.cpp does not repack, with 8 or more tokens:
      * its tiled kernels' order (quant/tiled.h). */
-    if (qt_tiled_applies(w->type, n_out, n_tokens)) {
+    if (qt_tiled_applies(w->type, n_out, each ? 1 : n_tokens)) {
         qt_tiled_row_fn row = qt_tiled_row();
         #pragma omp parallel for schedule(static)
         for (int64_t r = 0; r < n_out; r++)
@@ -65,7 +66,7 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
     /* Rows outermost: each weight row is streamed once and reused across
      * all tokens of the batch while it is in cache.  Where llama.cpp's
      * tinyBLAS order differs from vec_dot's (quant/tiled.h), it is used. */
-    qt_vec_dot_fn tiny = qt_tinyblas_dot(w->type, n_out, n_tokens);
+    qt_vec_dot_fn tiny = qt_tinyblas_dot(w->type, n_out, each ? 1 : n_tokens);
     qt_vec_dot_fn dot = tiny ? tiny : tr->vec_dot;
     #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n_out; r++) {
@@ -74,4 +75,14 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
             dot((int)n_in, &y[(int64_t)t * n_out + r], wr, (const uint8_t *)xq + (size_t)t * xq_row);
     }
     return 0;
+}
+
+int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch)
+{
+    return matmul(w, x, y, n_tokens, scratch, false);
+}
+
+int gl_matmul_each(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch)
+{
+    return matmul(w, x, y, n_tokens, scratch, true);
 }

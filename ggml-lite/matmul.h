@@ -19,5 +19,11 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens);
  * x is [n_tokens][ne[0]], y is [n_tokens][ne[1]]; scratch holds at least
  * gl_matmul_scratch() bytes.  Returns -1 if the type has no dot product. */
 int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch);
+/* The same with every token's outputs bit for bit those of a one-token
+ * call: the batch orders (repacked gemm, tiled, tinyBLAS) sum in another
+ * order than the one-token kernels, and speculative verification needs
+ * the one-token bits.  Weights are still read once per row (group) for
+ * all tokens. */
+int gl_matmul_each(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_spec.h"
 #include "generate.h"
 #include "json.h"
 #include "model.h"
@@ -46,6 +47,7 @@ typedef struct run_opts {
     int n_keep; /* -2: no context shift */
     const char *prompt_cache;
     int numa;
+    qlm_spec_opts spec;
 } run_opts;
 
 static void run_usage(FILE *f)
@@ -89,8 +91,10 @@ static void run_usage(FILE *f)
         "      --json              print one JSON object: text, tokens, timings, stop reason\n"
         QLM_CLI_LOAD_HELP
         "  -v, --verbose           log loading and timings to stderr\n"
+        "%s"
         "\n"
-        "exit status: 0 ok, 1 usage, 2 cannot load model or input, 3 runtime failure, 130 interrupted\n");
+        "exit status: 0 ok, 1 usage, 2 cannot load model or input, 3 runtime failure, 130 interrupted\n",
+        qlm_spec_usage);
 }
 
 static bool is_opt(const char *a, const char *s1, const char *s2)
@@ -100,7 +104,8 @@ static bool is_opt(const char *a, const char *s1, const char *s2)
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
-    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1, .n_keep = -2};
+    *o = (run_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1, .n_keep = -2,
+                    .spec = qlm_spec_opts_defaults()};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long l;
@@ -114,6 +119,11 @@ static int parse_args(int argc, char **argv, run_opts *o)
         if (IS("--dump-prompt", NULL)) { o->dump_prompt = true; continue; }
         const int lf = qlm_cli_load_flag(a, &o->load_mode);
         if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
+        const int sr = qlm_spec_opt(&o->spec, argc, argv, &i);
+        if (sr >= 0) {
+            if (sr) return sr;
+            continue;
+        }
         const char *v = NEXT();
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm run --help)", a);
         const int kvf = qlm_cli_kv_flag(a, v, &o->type_k, &o->type_v);
@@ -181,6 +191,9 @@ static int parse_args(int argc, char **argv, run_opts *o)
         return qlm_cli_error(QLM_EUSAGE, "give the prompt with -p or -f, not both");
     if ((o->system || o->chat_template) && !o->chat)
         return qlm_cli_error(QLM_EUSAGE, "--system and --chat-template need --chat");
+    /* the speculative loop stops at a full context rather than shifting it */
+    if (o->n_keep > -2 && (o->spec.draft_model || o->spec.lookup))
+        return qlm_cli_error(QLM_EUSAGE, "--keep (context shift) does not work with -md or --lookup yet");
     return 0;
 }
 
@@ -348,6 +361,7 @@ int qlm_cmd_run(int argc, char **argv)
     qlm_model *m = NULL;
     qlm_ctx *ctx = NULL;
     qlm_sampler *smp = NULL;
+    qlm_spec_cli sc = {0};
     int32_t *ids = NULL;
     size_t n_ids = 0;
     out_state out = {.json = o.json};
@@ -359,6 +373,7 @@ int qlm_cmd_run(int argc, char **argv)
                          .type_k = o.type_k, .type_v = o.type_v, .ctx_shift = o.n_keep > -2, .n_keep = o.n_keep,
                          .numa = o.numa};
     if ((rc = qlm_ctx_new(&ctx, m, &cp, &err))) goto fail;
+    if ((rc = qlm_spec_cli_start(&sc, &o.spec, m, ctx, &cp, &o.sp, &err))) goto fail;
     const double load_ms = qlm_now_ms() - t0;
     if (logs) {
         const qlm_kv *kv = qlm_ctx_kv(ctx);
@@ -407,7 +422,11 @@ int qlm_cmd_run(int argc, char **argv)
         cache_ms = qlm_now_ms() - tc;
     }
     qlm_gen_stats st;
-    rc = qlm_generate(ctx, m, ids, (int)n_ids, o.n_predict, smp, on_token, &out, &st, &err);
+    if (sc.drafter)
+        rc = qlm_spec_generate(ctx, m, sc.drafter, &sc.params, ids, (int)n_ids, o.n_predict, smp, on_token,
+                               &out, &st, &sc.stats, &err);
+    else
+        rc = qlm_generate(ctx, m, ids, (int)n_ids, o.n_predict, smp, on_token, &out, &st, &err);
     if (rc) goto fail;
     if (o.prompt_cache && st.n_past < (int)n_ids - 1 &&
         qlm_kv_seq_prefix(qlm_ctx_kv(ctx), 0, ids, (int)n_ids) == (int)n_ids) {
@@ -432,10 +451,12 @@ int qlm_cmd_run(int argc, char **argv)
         qlm_json_str(stdout, out.text ? out.text : "", out.len);
         printf(",\"stop_reason\":\"%s\",\"tokens\":{\"prompt\":%d,\"generated\":%d},"
                "\"timings\":{\"load_ms\":%.3f,\"prompt_ms\":%.3f,\"generate_ms\":%.3f,"
-               "\"prompt_tokens_per_s\":%.3f,\"generate_tokens_per_s\":%.3f}}\n",
+               "\"prompt_tokens_per_s\":%.3f,\"generate_tokens_per_s\":%.3f}",
                stop_name, st.n_prompt, st.n_gen, load_ms, st.prompt_ms, st.gen_ms,
                st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0,
                st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0);
+        qlm_spec_cli_json(stdout, &sc, &st);
+        printf("}\n");
         if (fflush(stdout) || ferror(stdout)) {
             if (errno == EPIPE) goto done;
             rc = qlm_fail(&err, QLM_ERUNTIME, "writing the output: %s", strerror(errno));
@@ -449,10 +470,12 @@ int qlm_cmd_run(int argc, char **argv)
                 "(%.1f t/s), stop: %s\n", cache_ms + st.prompt_ms, st.n_prompt, st.prompt_ms,
                 st.prompt_ms > 0 ? st.n_prompt * 1e3 / st.prompt_ms : 0.0, st.n_gen, st.gen_ms,
                 st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, stop_name);
+        qlm_spec_cli_log(stderr, &sc, &st);
     }
     if (st.stop == QLM_STOP_CALLER && interrupted && !out.stopped) rc = QLM_EINTR;
 done:
     qlm_sampler_free(smp);
+    qlm_spec_cli_end(&sc);
     free(ids);
     free(out.text);
     qlm_stopper_free(&out.stop);

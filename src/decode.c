@@ -255,15 +255,18 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
     int per_seq[QLM_MAX_SEQ] = {0};
     for (int t = 0; t < T; t++) per_seq[seq[t]]++;
     for (int t = 0; t < T; t++) c->tiled[t] = !b->one_by_one && per_seq[seq[t]] > 1;
+    /* one_by_one: every matmul too in its one-token order */
+    int (*const mul)(const gl_tensor *, const float *, float *, int, void *) =
+        b->one_by_one ? gl_matmul_each : gl_matmul;
 
     for (int l = 0; l < hp->n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
         const gl_rope rope = layer_rope(c, l);
         /* attention block */
         gl_rmsnorm(c->xn, c->x, L->attn_norm, T, E, hp->norm_eps);
-        gl_matmul(&L->wq, c->xn, c->q, T, c->mm);                  /* [T][QD] */
-        gl_matmul(&L->wk, c->xn, c->k, T, c->mm);                  /* [T][KD] */
-        gl_matmul(&L->wv, c->xn, c->v, T, c->mm);                  /* [T][KD] */
+        mul(&L->wq, c->xn, c->q, T, c->mm);                  /* [T][QD] */
+        mul(&L->wk, c->xn, c->k, T, c->mm);                  /* [T][KD] */
+        mul(&L->wv, c->xn, c->v, T, c->mm);                  /* [T][KD] */
         if (L->bq) gl_add_bias(c->q, L->bq, T, QD);
         if (L->bk) gl_add_bias(c->k, L->bk, T, KD);
         if (L->bv) gl_add_bias(c->v, L->bv, T, KD);
@@ -277,18 +280,18 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
         for (int t = 0; t < T; t++)
             qlm_kv_store(&c->kv, l, c->cells[t], c->k + (size_t)t * KD, c->v + (size_t)t * KD);
         attention(c, l, T, pos, seq);                               /* [T][QD] */
-        gl_matmul(&L->wo, c->att, c->xn, T, c->mm);                 /* [T][E] */
+        mul(&L->wo, c->att, c->xn, T, c->mm);                 /* [T][E] */
         if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->attn_post_norm, T, E, hp->norm_eps);
         gl_add(c->x, c->xn, (int64_t)T * E);
         /* feed-forward block */
         gl_rmsnorm(c->xn, c->x, L->ffn_norm, T, E, hp->norm_eps);
-        gl_matmul(&L->w_gate, c->xn, c->g, T, c->mm);               /* [T][F] */
-        gl_matmul(&L->w_up, c->xn, c->u, T, c->mm);                 /* [T][F] */
+        mul(&L->w_gate, c->xn, c->g, T, c->mm);               /* [T][F] */
+        mul(&L->w_up, c->xn, c->u, T, c->mm);                 /* [T][F] */
         if (a->act == QLM_ACT_GELU)
             gl_geglu(c->g, c->u, (int64_t)T * F);
         else
             gl_swiglu(c->g, c->u, (int64_t)T * F);
-        gl_matmul(&L->w_down, c->g, c->xn, T, c->mm);               /* [T][E] */
+        mul(&L->w_down, c->g, c->xn, T, c->mm);               /* [T][E] */
         if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->ffn_post_norm, T, E, hp->norm_eps);
         gl_add(c->x, c->xn, (int64_t)T * E);
     }
@@ -303,7 +306,7 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
         }
     if (n_out) {
         float *lg = c->logits + (size_t)c->n_logits * hp->n_vocab;   /* [n_out][V] */
-        gl_matmul(&m->output, c->xn, lg, n_out, c->mm);
+        mul(&m->output, c->xn, lg, n_out, c->mm);
         if (hp->logit_softcap > 0) gl_softcap(lg, hp->logit_softcap, (int64_t)n_out * hp->n_vocab);
         c->n_logits += n_out;
     }

@@ -17,6 +17,7 @@ struct qlm_sampler {
     int32_t *recent;     /* ring of the last repeat_last_n tokens */
     int n_recent, recent_head;
     cand *c;             /* [n_vocab] */
+    qlm_tok_prob *dist;  /* [n_vocab] what qlm_sample_dist returns */
 };
 
 qlm_sampler_params qlm_sampler_defaults(void)
@@ -56,7 +57,8 @@ qlm_sampler *qlm_sampler_new(const qlm_sampler_params *p, int n_vocab)
     if (s->p.repeat_last_n < 0) s->p.repeat_last_n = 0;
     s->recent = malloc(sizeof *s->recent * (size_t)(s->p.repeat_last_n + 1));
     s->c = malloc(sizeof *s->c * (size_t)n_vocab);
-    if (!s->recent || !s->c) {
+    s->dist = malloc(sizeof *s->dist * (size_t)n_vocab);
+    if (!s->recent || !s->c || !s->dist) {
         qlm_sampler_free(s);
         return NULL;
     }
@@ -70,6 +72,7 @@ void qlm_sampler_free(qlm_sampler *s)
     if (!s) return;
     free(s->recent);
     free(s->c);
+    free(s->dist);
     free(s);
 }
 
@@ -107,15 +110,11 @@ static void load_candidates(qlm_sampler *s, const float *logits)
     }
 }
 
-int32_t qlm_sample(qlm_sampler *s, const float *logits)
+/* Runs the chain for temp > 0: leaves the n surviving candidates in
+ * s->c[0..n), most likely first, with unnormalised weights in .p. */
+static int chain(qlm_sampler *s, const float *logits, double *total)
 {
     load_candidates(s, logits);
-    if (s->p.temp <= 0.0f) {
-        int best = 0;
-        for (int i = 1; i < s->n_vocab; i++)
-            if (s->c[i].logit > s->c[best].logit) best = i;
-        return s->c[best].id;
-    }
     int n = s->n_vocab;
     const int k = s->p.top_k > 0 && s->p.top_k < n ? s->p.top_k : n;
     /* A full sort of a 150k vocabulary per token is wasteful; partial
@@ -159,10 +158,68 @@ int32_t qlm_sample(qlm_sampler *s, const float *logits)
     sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += s->c[i].p = expf((s->c[i].logit - s->c[0].logit) / s->p.temp);
+    *total = sum;
+    return n;
+}
+
+static int32_t argmax(const qlm_sampler *s)
+{
+    int best = 0;
+    for (int i = 1; i < s->n_vocab; i++)
+        if (s->c[i].logit > s->c[best].logit) best = i;
+    return s->c[best].id;
+}
+
+int32_t qlm_sample(qlm_sampler *s, const float *logits)
+{
+    if (s->p.temp <= 0.0f) {
+        load_candidates(s, logits);
+        return argmax(s);
+    }
+    double sum;
+    const int n = chain(s, logits, &sum);
     double r = next_unit(s->rng) * sum;
     for (int i = 0; i < n; i++) {
         r -= s->c[i].p;
         if (r < 0) return s->c[i].id;
     }
     return s->c[n - 1].id;
+}
+
+int qlm_sample_dist(qlm_sampler *s, const float *logits, const qlm_tok_prob **out)
+{
+    if (s->p.temp <= 0.0f) {
+        load_candidates(s, logits);
+        s->dist[0] = (qlm_tok_prob){.id = argmax(s), .p = 1.0f};
+        *out = s->dist;
+        return 1;
+    }
+    double sum;
+    const int n = chain(s, logits, &sum);
+    for (int i = 0; i < n; i++) s->dist[i] = (qlm_tok_prob){.id = s->c[i].id, .p = (float)(s->c[i].p / sum)};
+    *out = s->dist;
+    return n;
+}
+
+double qlm_sampler_unit(qlm_sampler *s) { return next_unit(s->rng); }
+
+int32_t qlm_sample_from(qlm_sampler *s, const qlm_tok_prob *d, int n, double total)
+{
+    double r = next_unit(s->rng) * total;
+    for (int i = 0; i < n; i++) {
+        r -= d[i].p;
+        if (r < 0) return d[i].id;
+    }
+    /* rounding left r >= 0: the last candidate with weight */
+    for (int i = n - 1; i > 0; i--)
+        if (d[i].p > 0) return d[i].id;
+    return d[0].id;
+}
+
+bool qlm_sampler_is_greedy(const qlm_sampler *s) { return s->p.temp <= 0.0f; }
+
+void qlm_sampler_reset(qlm_sampler *s)
+{
+    s->n_recent = 0;
+    s->recent_head = 0;
 }

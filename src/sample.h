@@ -7,6 +7,7 @@
 #ifndef QLM_SAMPLE_H
 #define QLM_SAMPLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct qlm_sampler_params {
@@ -29,5 +30,26 @@ void qlm_sampler_free(qlm_sampler *s);
 void qlm_sampler_accept(qlm_sampler *s, int32_t tok);
 /* Chooses a token from logits[n_vocab] (not modified). */
 int32_t qlm_sample(qlm_sampler *s, const float *logits);
+
+/* The distribution qlm_sample draws from for these logits, after the whole
+ * chain (penalties over the accepted history, top-k, top-p, min-p,
+ * temperature): returns n >= 1 and points *out at n candidates, most
+ * likely first, with probabilities summing to 1.  Greedy is one candidate
+ * with p = 1.  Speculative decoding needs these exact distributions (its
+ * acceptance rule compares the target's and the draft's).  *out lives in
+ * the sampler until its next call; nothing is drawn. */
+typedef struct qlm_tok_prob {
+    int32_t id;
+    float p;
+} qlm_tok_prob;
+int qlm_sample_dist(qlm_sampler *s, const float *logits, const qlm_tok_prob **out);
+/* Draws from d[0..n) with weights d[i].p summing to total, using the
+ * sampler's generator. */
+int32_t qlm_sample_from(qlm_sampler *s, const qlm_tok_prob *d, int n, double total);
+/* A uniform draw in [0, 1) from the sampler's generator. */
+double qlm_sampler_unit(qlm_sampler *s);
+bool qlm_sampler_is_greedy(const qlm_sampler *s);
+/* Forgets the recorded history (the generator keeps its state). */
+void qlm_sampler_reset(qlm_sampler *s);
 
 #endif

@@ -21,6 +21,7 @@ static const struct {
     {"perplexity", qlm_cmd_perplexity, "score a text like llama-perplexity"},
     {"quantize", qlm_cmd_quantize, "rewrite a model's weights in another type (Q4_K_M, ...)"},
     {"synth", qlm_cmd_synth, "write a random-weight model of a family's shape (conformance tests)"},
+    {"draft", qlm_cmd_draft, "derive a small speculative draft from a model (fewer layers, fewer bits)"},
 };
 
 static void usage(FILE *f)

@@ -108,7 +108,7 @@ static qr_model model_info(const gguf_ctx *g)
 
 /* Dequantizes and requantizes src (nrows rows of ne0 elements) into dst,
  * in chunks of rows so each thread's float buffer stays small. */
-static int convert(const gguf_tensor *t, qt_type to, void *dst, int threads)
+int qr_convert(const gguf_tensor *t, qt_type to, void *dst, int threads)
 {
     const qt_traits *in = qt_get(t->type), *out = qt_get(to);
     const int64_t ne0 = t->ne[0], nrows = (int64_t)(t->nbytes / qt_row_size(t->type, ne0));
@@ -216,7 +216,7 @@ int qlm_cmd_quantize(int argc, char **argv)
         if (to != t->type) {
             /* same type: llama.cpp copies the bytes rather than requantize */
             nbytes = qt_row_size(to, t->ne[0]) * (size_t)(t->nbytes / qt_row_size(t->type, t->ne[0]));
-            if (!(bufs[i] = malloc(nbytes ? nbytes : 1)) || convert(t, to, bufs[i], o.threads)) {
+            if (!(bufs[i] = malloc(nbytes ? nbytes : 1)) || qr_convert(t, to, bufs[i], o.threads)) {
                 rc = qlm_cli_error(QLM_ERUNTIME, "tensor '%s': out of memory", names[i]);
                 goto done;
             }

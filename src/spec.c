@@ -1,0 +1,390 @@
+/* spec.c - the speculative generation loop and its adaptive controller.
+ *
+ * State between rounds: the target's cache holds positions [0, n_past);
+ * the last generated token ("pending", position n_past) is known but not
+ * yet decoded.  A round drafts d[0..k) after it, decodes [pending, d...]
+ * in one one_by_one batch, and walks the k+1 rows of logits: row i gives
+ * the target's distribution for the token after entry i, which either
+ * accepts d[i] or replaces it (and ends the round); a round that accepts
+ * all k adds a bonus token from row k.  The new pending token is the last
+ * one generated; cache cells past it are removed.
+ *
+ * Every decision that shortens or skips a draft depends only on what was
+ * generated before the round (lengths, budgets, timings), never on the
+ * drafted tokens themselves, which the acceptance rule requires. */
+#include "spec.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "ggml-lite/threads.h"
+
+qlm_spec_params qlm_spec_defaults(void)
+{
+    return (qlm_spec_params){.n_draft = 8, .n_draft_min = 1, .adaptive = true, .n_plain_first = 2};
+}
+
+double qlm_spec_acceptance(const qlm_spec_stats *s)
+{
+    return s->n_drafted ? (double)s->n_accepted / s->n_drafted : 0.0;
+}
+
+double qlm_spec_mean_accepted(const qlm_spec_stats *s)
+{
+    return s->n_rounds ? (double)s->n_accepted / s->n_rounds : 0.0;
+}
+
+double qlm_spec_speedup(const qlm_spec_stats *s, const qlm_gen_stats *g)
+{
+    if (!s->n_plain || s->plain_ms <= 0 || !g->n_gen || g->gen_ms <= 0) return 0.0;
+    return (s->plain_ms / s->n_plain) / (g->gen_ms / g->n_gen);
+}
+
+void qlm_drafter_free(qlm_drafter *d)
+{
+    if (d) d->free(d);
+}
+
+/* ---- adaptive controller ----
+ *
+ * A cost model with parameters measured online: a plain decode takes
+ * t_plain, a drafted token t_draft, a verify batch of k + 1 entries
+ * t_plain * (1 + beta * k), and each drafted token is accepted with
+ * probability alpha, so a round of k drafts yields (1 - alpha^(k+1)) /
+ * (1 - alpha) tokens.  The draft length is the k with the most tokens per
+ * millisecond; when no k beats plain decoding, or the measured time per
+ * token of recent rounds is worse than plain, speculation pauses for a
+ * stretch of plain tokens, twice as long after each pause that did not
+ * end in a paying round, and then probes again. */
+typedef struct adapt {
+    double t_plain;     /* ms per plain decode (EMA); 0 until measured */
+    double acc, trials; /* decayed counts: accepted drafts, accept/reject events */
+    double beta;        /* extra cost of one more verify entry, in plain decodes */
+    double t_draft;     /* ms per drafted token; 0 until measured */
+    double draft_prior; /* until then: t_draft / t_plain guessed by the drafter */
+    double spec_ms, spec_tok; /* decayed sums over recent rounds: time, tokens generated */
+    int rounds;         /* speculative rounds since the last pause */
+    int off_left;       /* plain tokens left in the current pause */
+    int pause;          /* length of the next pause */
+    int n_pauses;
+    double excess;      /* ms a round costs beyond plain decoding of its tokens (EMA) */
+    bool after_pause;   /* the next round probes; its draft time includes catching up */
+} adapt;
+
+#define PAUSE_MIN 16
+#define PAUSE_MAX 1024
+#define EMA(x, v, w) ((x) = (x) > 0 ? (x) + (w) * ((v) - (x)) : (v))
+
+static void adapt_init(adapt *a)
+{
+    /* priors: acceptance 1/2, a verify entry costs 0.3 plain decodes (a
+     * batch of 8 on two cores costs about 3 single decodes) */
+    *a = (adapt){.acc = 1, .trials = 2, .beta = 0.3, .pause = PAUSE_MIN};
+}
+
+/* A probe costs about one round's excess; pauses are long enough that
+ * probing takes at most PROBE_SHARE of the time. */
+#define PROBE_SHARE 0.02
+
+static void adapt_pause(adapt *a)
+{
+    int len = a->pause;
+    if (a->t_plain > 0 && a->excess / (PROBE_SHARE * a->t_plain) > len)
+        len = (int)(a->excess / (PROBE_SHARE * a->t_plain));
+    a->off_left = len < PAUSE_MAX ? len : PAUSE_MAX;
+    a->pause = a->pause * 2 < PAUSE_MAX ? a->pause * 2 : PAUSE_MAX;
+    a->rounds = 0;
+    a->spec_ms = a->spec_tok = 0;
+    a->after_pause = true;
+    a->n_pauses++;
+}
+
+static int adapt_length(adapt *a, int k_min, int k_max)
+{
+    if (a->off_left > 0 || a->t_plain <= 0) return 0;
+    const double al = a->acc / a->trials;
+    int best = k_min;
+    double best_rate = -1;
+    for (int k = k_min; k <= k_max; k++) {
+        /* expected tokens of a round: accepted run plus the final one */
+        const double tokens = al >= 1 ? k + 1 : (1 - pow(al, k + 1)) / (1 - al);
+        const double t_draft = a->t_draft > 0 ? a->t_draft : a->draft_prior * a->t_plain;
+        const double cost = k * t_draft + a->t_plain * (1 + a->beta * k);
+        if (tokens / cost > best_rate) {
+            best_rate = tokens / cost;
+            best = k;
+        }
+    }
+    /* the first round after a pause probes whatever the model predicts:
+     * only a measurement can tell that drafts got better */
+    if (best_rate * a->t_plain < 1.0 && !a->after_pause) {
+        adapt_pause(a);
+        return 0;
+    }
+    return best;
+}
+
+static void adapt_plain(adapt *a, double ms)
+{
+    EMA(a->t_plain, ms, 0.2);
+    if (a->off_left > 0) a->off_left--;
+}
+
+static void adapt_round(adapt *a, int k, int accepted, bool rejected, double draft_ms, double verify_ms,
+                        int generated)
+{
+    a->acc = 0.8 * a->acc + accepted;
+    a->trials = 0.8 * a->trials + accepted + rejected;
+    if (a->t_plain > 0) {
+        const double b = (verify_ms / a->t_plain - 1) / k;
+        a->beta += 0.3 * ((b < 0 ? 0 : b) - a->beta);
+    }
+    if (a->t_plain > 0) {
+        const double x = draft_ms + verify_ms - generated * a->t_plain;
+        EMA(a->excess, x > 0 ? x : 1e-3, 0.5);
+    }
+    if (a->after_pause) {
+        /* a draft model caught up on the paused stretch: not its speed */
+        a->after_pause = false;
+        return;
+    }
+    EMA(a->t_draft, draft_ms / k, 0.3);
+    /* time per token over the last few rounds, weighted by tokens: one
+     * long accepted run pays for a couple of failed rounds */
+    a->spec_ms = 0.7 * a->spec_ms + draft_ms + verify_ms;
+    a->spec_tok = 0.7 * a->spec_tok + generated;
+    a->rounds++;
+    if (a->rounds < 3 || a->t_plain <= 0) return;
+    if (a->spec_ms / a->spec_tok > a->t_plain) adapt_pause(a);
+    else a->pause = PAUSE_MIN;
+}
+
+/* ---- the loop ---- */
+
+typedef struct run {
+    qlm_ctx *c;
+    const qlm_model *m;
+    qlm_sampler *s;
+    qlm_token_fn on_token;
+    void *user;
+    qlm_gen_stats *st;
+    int n_ctx, n_predict;
+    int32_t *hist; /* prompt + generated tokens */
+    int n_hist;
+} run;
+
+/* Passes one generated token on, with qlm_generate's checks in its order;
+ * returns 1 when generation ends (st->stop says why). */
+static int emit(run *r, int32_t tok)
+{
+    qlm_gen_stats *st = r->st;
+    if (qlm_vocab_is_eog(r->m->vocab, tok)) { st->stop = QLM_STOP_EOG; return 1; }
+    qlm_sampler_accept(r->s, tok);
+    st->n_gen++;
+    r->hist[r->n_hist++] = tok;
+    char piece[256];
+    int n = qlm_token_to_piece(r->m->vocab, tok, piece, sizeof piece, false);
+    const char *text = piece;
+    char *big = NULL;
+    if (n > (int)sizeof piece && (big = malloc((size_t)n))) { /* rare: very long token text */
+        qlm_token_to_piece(r->m->vocab, tok, big, (size_t)n, false);
+        text = big;
+    }
+    if (n < 0 || (n > (int)sizeof piece && !big)) n = 0;
+    const int stop = r->on_token && r->on_token(r->user, tok, text, (size_t)n);
+    free(big);
+    if (stop) { st->stop = QLM_STOP_CALLER; return 1; }
+    /* this token's position: it would be decoded there next */
+    if (r->n_hist - 1 >= r->n_ctx) { st->stop = QLM_STOP_CONTEXT; return 1; }
+    if (r->n_predict >= 0 && st->n_gen >= r->n_predict) { st->stop = QLM_STOP_LENGTH; return 1; }
+    return 0;
+}
+
+static float prob_of(const qlm_tok_prob *d, int n, int32_t id)
+{
+    for (int i = 0; i < n; i++)
+        if (d[i].id == id) return d[i].p;
+    return 0.0f;
+}
+
+/* Decides drafted token x (drawn from q, n_q == 0: point mass) against the
+ * target's distribution for its position; returns x, or the replacement
+ * drawn from the normalised max(0, p - q) with *rejected set. */
+static int32_t verify_one(run *r, const float *logits, const qlm_draft *d, int i, qlm_spec_rule rule,
+                          float *qd, qlm_tok_prob *resid, bool *rejected)
+{
+    *rejected = false;
+    const int32_t x = d->tok[i];
+    if (qlm_sampler_is_greedy(r->s)) {
+        /* p is a point mass on the argmax, q on x: accept iff they agree */
+        const int32_t y = qlm_sample(r->s, logits);
+        *rejected = y != x;
+        return y;
+    }
+    const qlm_tok_prob *p;
+    const int n_p = qlm_sample_dist(r->s, logits, &p);
+    const qlm_tok_prob *q = d->q[i];
+    const int n_q = d->n_q[i];
+    const float px = prob_of(p, n_p, x), qx = n_q ? prob_of(q, n_q, x) : 1.0f;
+    if (px >= qx || qlm_sampler_unit(r->s) * qx < px) return x;
+    *rejected = true;
+    if (rule == QLM_SPEC_RULE_BROKEN) return qlm_sample_from(r->s, p, n_p, 1.0);
+    if (n_q)
+        for (int j = 0; j < n_q; j++) qd[q[j].id] = q[j].p;
+    else
+        qd[x] = 1.0f;
+    double sum = 0;
+    for (int j = 0; j < n_p; j++) {
+        const float v = p[j].p - qd[p[j].id];
+        resid[j] = (qlm_tok_prob){.id = p[j].id, .p = v > 0 ? v : 0.0f};
+        sum += resid[j].p;
+    }
+    if (n_q)
+        for (int j = 0; j < n_q; j++) qd[q[j].id] = 0.0f;
+    else
+        qd[x] = 0.0f;
+    /* p <= q everywhere means p == q up to rounding, where rejection has
+     * probability zero; fall back to p rather than divide by zero */
+    if (sum <= 0) return qlm_sample_from(r->s, p, n_p, 1.0);
+    return qlm_sample_from(r->s, resid, n_p, sum);
+}
+
+int qlm_spec_generate(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_spec_params *sp,
+                      const int32_t *prompt, int n_prompt, int n_predict, qlm_sampler *s,
+                      qlm_token_fn on_token, void *user, qlm_gen_stats *st, qlm_spec_stats *spec,
+                      qlm_err *err)
+{
+    *st = (qlm_gen_stats){.n_prompt = n_prompt};
+    qlm_spec_stats spec_local;
+    if (!spec) spec = &spec_local;
+    *spec = (qlm_spec_stats){0};
+    const int n_ctx = qlm_ctx_n_ctx(c), V = m->hp.n_vocab;
+    if (!d || !sp) return qlm_fail(err, QLM_EUSAGE, "speculative generation without a drafter");
+    if (n_prompt < 1) return qlm_fail(err, QLM_EUSAGE, "the prompt is empty");
+    if (n_prompt >= n_ctx)
+        return qlm_fail(err, QLM_ELOAD, "the prompt is %d tokens but the context holds %d (raise -c)",
+                        n_prompt, n_ctx);
+    const int k_max = sp->n_draft > 0 ? sp->n_draft : 1;
+    const int k_min = sp->n_draft_min < 1 ? 1 : sp->n_draft_min > k_max ? k_max : sp->n_draft_min;
+    run r = {.c = c, .m = m, .s = s, .on_token = on_token, .user = user, .st = st, .n_ctx = n_ctx,
+             .n_predict = n_predict};
+    qlm_batch b = {0};
+    qlm_draft dr = {0};
+    float *qd = NULL;
+    qlm_tok_prob *resid = NULL;
+    adapt a;
+    adapt_init(&a);
+    int rc = QLM_OK;
+    a.draft_prior = d->rel_cost;
+    r.hist = malloc(sizeof *r.hist * ((size_t)n_ctx + 1));
+    qd = calloc((size_t)V, sizeof *qd);
+    resid = malloc(sizeof *resid * (size_t)V);
+    if (!r.hist || !qd || !resid || qlm_batch_init(&b, n_prompt > k_max + 1 ? n_prompt : k_max + 1)) {
+        rc = qlm_fail(err, QLM_ERUNTIME, "out of memory");
+        goto done;
+    }
+    /* Prefix reuse as in qlm_generate: what sequence 0 already holds of
+     * the prompt (a loaded --prompt-cache) is not computed again. */
+    qlm_kv *kv0 = qlm_ctx_kv(c);
+    const int n_past0 = qlm_kv_seq_prefix(kv0, 0, prompt, n_prompt - 1);
+    qlm_kv_seq_rm(kv0, 0, n_past0, -1);
+    st->n_past = n_past0;
+    for (int i = 0; i < n_prompt; i++) {
+        if (i >= n_past0) qlm_batch_add(&b, prompt[i], i, 0, i == n_prompt - 1);
+        qlm_sampler_accept(s, prompt[i]);
+        r.hist[r.n_hist++] = prompt[i];
+    }
+    const int n_threads = qlm_ctx_n_threads(c);
+    double t0 = qlm_now_ms();
+    rc = qlm_decode(c, &b, err);
+    if (!rc && d->begin) {
+        rc = d->begin(d, prompt, n_prompt, err);
+        gl_set_threads(n_threads);
+    }
+    st->prompt_ms = qlm_now_ms() - t0;
+    if (rc) goto done;
+
+    t0 = qlm_now_ms();
+    if (n_predict >= 0 && st->n_gen >= n_predict) {
+        st->stop = QLM_STOP_LENGTH;
+        goto finish;
+    }
+    if (emit(&r, qlm_sample(s, qlm_logits(c, 0)))) goto finish;
+
+    int n_plain_first = sp->n_plain_first;
+    qlm_kv *kv = qlm_ctx_kv(c);
+    for (;;) {
+        const int n_past = r.n_hist - 1; /* the pending token's position */
+        /* budget: a round of k drafts yields up to k + 1 tokens, and its
+         * last entry must fit in the context */
+        int k = sp->adaptive ? adapt_length(&a, k_min, k_max) : k_max;
+        if (n_plain_first > 0) k = 0;
+        if (n_predict >= 0 && k > n_predict - st->n_gen - 1) k = n_predict - st->n_gen - 1;
+        if (k > n_ctx - 1 - n_past) k = n_ctx - 1 - n_past;
+        if (k < k_min) k = 0;
+        double draft_ms = 0;
+        dr.n = 0;
+        if (k > 0) {
+            const double td = qlm_now_ms();
+            rc = d->propose(d, r.hist, r.n_hist, k, &dr, err);
+            draft_ms = qlm_now_ms() - td;
+            spec->draft_ms += draft_ms;
+            gl_set_threads(n_threads);
+            if (rc) break;
+            if (dr.n > k) dr.n = k;
+            /* a deterministic drafter's short proposal is not worth a batch */
+            if (dr.n < k_min) dr.n = 0;
+        }
+        b.n = 0;
+        b.one_by_one = dr.n > 0;
+        qlm_batch_add(&b, r.hist[n_past], n_past, 0, true);
+        for (int i = 0; i < dr.n; i++) qlm_batch_add(&b, dr.tok[i], n_past + 1 + i, 0, true);
+        const double tv = qlm_now_ms();
+        if ((rc = qlm_decode(c, &b, err))) break;
+        if (dr.n == 0) {
+            /* a plain step, timed like a round: decode, sample, pass on */
+            const int ended = emit(&r, qlm_sample(s, qlm_logits(c, 0)));
+            const double ms = qlm_now_ms() - tv;
+            spec->plain_ms += ms;
+            spec->n_plain++;
+            adapt_plain(&a, ms);
+            if (n_plain_first > 0) n_plain_first--;
+            if (ended) break;
+            continue;
+        }
+        int accepted = 0, ended = 0;
+        bool rejected = false;
+        for (int i = 0; i <= dr.n; i++) {
+            const float *lg = qlm_logits(c, i);
+            int32_t tok;
+            if (i == dr.n) tok = qlm_sample(s, lg); /* every draft accepted: the bonus token */
+            else tok = verify_one(&r, lg, &dr, i, sp->rule, qd, resid, &rejected);
+            if (i < dr.n && !rejected) accepted++;
+            if ((ended = emit(&r, tok))) break;
+            if (i == dr.n || rejected) break;
+        }
+        const double verify_ms = qlm_now_ms() - tv;
+        spec->verify_ms += verify_ms;
+        spec->n_rounds++;
+        spec->n_drafted += dr.n;
+        spec->n_accepted += accepted;
+        if (ended) break;
+        if (sp->adaptive) adapt_round(&a, dr.n, accepted, rejected, draft_ms, verify_ms, accepted + 1);
+        /* entries after the last accepted draft saw a future that did not happen */
+        qlm_kv_seq_rm(kv, 0, n_past + accepted + 1, -1);
+    }
+    spec->n_pauses = a.n_pauses;
+finish:
+    st->gen_ms = qlm_now_ms() - t0;
+done:
+    for (int i = 0; i < dr.cap; i++) free(dr.q[i]);
+    free(dr.tok);
+    free(dr.q);
+    free(dr.n_q);
+    free(dr.q_cap);
+    free(qd);
+    free(resid);
+    free(r.hist);
+    qlm_batch_free(&b);
+    return rc;
+}

@@ -1,0 +1,119 @@
+/* spec.h - speculative decoding: a cheap drafter guesses tokens, the
+ * target checks them in one batch.
+ *
+ * Lossless by construction: verification runs as a one_by_one batch, so
+ * the target's logits are bit for bit those of plain decoding, and each
+ * drafted token x is accepted with probability min(1, p(x)/q(x)), where p
+ * and q are the distributions the target's and the draft's sampler chains
+ * actually sample from; on rejection the token is drawn from the
+ * normalised max(0, p - q), and after k accepted tokens one more comes
+ * from the target.  The output distribution is the target's alone; with
+ * greedy sampling the tokens are exactly those of qlm_generate. */
+#ifndef QLM_SPEC_H
+#define QLM_SPEC_H
+
+#include <stdbool.h>
+
+#include "generate.h"
+#include "model.h"
+#include "sample.h"
+
+/* What a drafter proposes: tokens tok[0..n) to follow the context, each
+ * drawn from q[i][0..n_q[i]) (n_q[i] == 0: chosen deterministically, q is
+ * a point mass on tok[i]). */
+typedef struct qlm_draft {
+    int n, cap;
+    int32_t *tok;
+    qlm_tok_prob **q;
+    int *n_q, *q_cap;
+} qlm_draft;
+
+/* Room for n tokens; -1 when out of memory. */
+int qlm_draft_reserve(qlm_draft *d, int n);
+/* Sets entry i (< cap) to tok drawn from q[0..n_q) (copied; n_q 0: point mass). */
+int qlm_draft_set(qlm_draft *d, int i, int32_t tok, const qlm_tok_prob *q, int n_q);
+
+typedef struct qlm_drafter qlm_drafter;
+struct qlm_drafter {
+    const char *kind; /* "model" or "lookup", for logs */
+    /* Cost of a drafted token relative to one target decode, when known
+     * before measuring (0: unknown); adaptive mode starts from it. */
+    double rel_cost;
+    /* Proposes at most max (>= 1) tokens to follow ctx[0..n); out->n = 0
+     * when it has nothing to offer.  ctx is the whole text so far, so a
+     * drafter may keep state keyed by its prefix. */
+    int (*propose)(qlm_drafter *d, const int32_t *ctx, int n, int max, qlm_draft *out, qlm_err *err);
+    /* Optional: sees the prompt while the target processes it (a draft
+     * model prefills its cache here, so that cost counts as prompt time). */
+    int (*begin)(qlm_drafter *d, const int32_t *prompt, int n, qlm_err *err);
+    void (*free)(qlm_drafter *d);
+};
+
+typedef struct qlm_draft_model_params {
+    const qlm_model *model;      /* the draft model (not owned) */
+    qlm_ctx_params ctx;          /* its own context: cells, batch, threads */
+    qlm_sampler_params sampling; /* the target's settings: q follows the same chain */
+    int n_vocab;                 /* ids it may propose: the range shared with the target */
+    int n_min;                   /* always draft at least this many */
+    float p_min;                 /* then stop when its top probability falls below */
+    double rel_cost;             /* expected cost per token relative to the target (0: unknown) */
+} qlm_draft_model_params;
+
+/* A draft model with its own context, KV cache and sampler. */
+int qlm_drafter_model_new(qlm_drafter **out, const qlm_draft_model_params *p, qlm_err *err);
+/* Prompt lookup: continues the longest recent n-gram (ngram_max down to
+ * ngram_min tokens) of the text so far with what followed its latest
+ * earlier occurrence. */
+int qlm_drafter_lookup_new(qlm_drafter **out, int ngram_max, int ngram_min, qlm_err *err);
+void qlm_drafter_free(qlm_drafter *d);
+
+/* Checks that draft's token ids mean what target's do: same tokenizer
+ * family and special tokens, identical texts over the shared id range,
+ * only padding beyond it.  QLM_ELOAD naming the first difference; on
+ * success *n_shared is the shared range (what the draft may propose). */
+int qlm_draft_compat(const qlm_model *target, const qlm_model *draft, int *n_shared, qlm_err *err);
+
+typedef enum qlm_spec_rule {
+    QLM_SPEC_RULE_STANDARD = 0,
+    /* Tests only: on rejection draw from p instead of max(0, p - q), a
+     * known-wrong rule the distribution tests must catch. */
+    QLM_SPEC_RULE_BROKEN,
+} qlm_spec_rule;
+
+typedef struct qlm_spec_params {
+    int n_draft;      /* most tokens per draft */
+    int n_draft_min;  /* fewest tokens per draft (lookup: shorter proposals are not verified) */
+    bool adaptive;    /* length follows acceptance; pauses when it does not pay */
+    int n_plain_first; /* plain decodes first, to measure the plain rate (2) */
+    qlm_spec_rule rule;
+} qlm_spec_params;
+
+qlm_spec_params qlm_spec_defaults(void);
+
+typedef struct qlm_spec_stats {
+    int n_rounds;        /* verify batches */
+    int n_drafted;       /* drafted tokens checked by the target */
+    int n_accepted;      /* of those, accepted */
+    int n_plain;         /* tokens decoded without a draft */
+    int n_pauses;        /* times adaptive mode switched speculation off */
+    double plain_ms;     /* time of those plain decodes: the measured plain rate */
+    double draft_ms, verify_ms;
+} qlm_spec_stats;
+
+/* accepted / drafted, 0 with nothing drafted */
+double qlm_spec_acceptance(const qlm_spec_stats *s);
+/* accepted tokens per verify round */
+double qlm_spec_mean_accepted(const qlm_spec_stats *s);
+/* ms per token of plain decoding (measured in this run) over ms per
+ * generated token; 0 when there was no plain decode to measure. */
+double qlm_spec_speedup(const qlm_spec_stats *s, const qlm_gen_stats *g);
+
+/* qlm_generate with a drafter: same contract (prompt into sequence 0 of
+ * an empty cache, callback per token, stop reasons, stats), the tokens of
+ * the target alone.  spec may be NULL (stats not wanted). */
+int qlm_spec_generate(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_spec_params *sp,
+                      const int32_t *prompt, int n_prompt, int n_predict, qlm_sampler *s,
+                      qlm_token_fn on_token, void *user, qlm_gen_stats *st, qlm_spec_stats *spec,
+                      qlm_err *err);
+
+#endif
