@@ -50,4 +50,11 @@ for r in body:
 else fail bench_kernels "rc=$rc $(tail -1 "$tmp/py") $(head -c 200 "$tmp/err")"; fi
 $QLM bench --kernels --types q4_0,nope >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc = 1 ] && grep -q "'nope'" "$tmp/err"; then pass bench_kernels_bad_type; else fail bench_kernels_bad_type "rc=$rc"; fi
+# qlm synth: a family shape in a chosen weight type; unknown types refused.
+$QLM synth qwen2 tests/data/vocab/ggml-vocab-llama-spm.gguf "$tmp/syn.gguf" 7 --type f16 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && $QLM inspect "$tmp/syn.gguf" >"$tmp/insp" 2>&1 && grep -q '^blk.0.attn_q.weight  *f16 ' "$tmp/insp" &&
+   grep -q '^token_embd.weight  *f16 ' "$tmp/insp" && grep -q '^blk.0.attn_q.bias  *f32 ' "$tmp/insp"; then pass synth_type
+else fail synth_type "rc=$rc $(head -c 200 "$tmp/err")"; fi
+$QLM synth qwen2 tests/data/vocab/ggml-vocab-llama-spm.gguf "$tmp/syn2.gguf" --type q9_9 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 1 ] && grep -q "q9_9" "$tmp/err" && [ ! -e "$tmp/syn2.gguf" ]; then pass synth_bad_type; else fail synth_bad_type "rc=$rc"; fi
 exit 0

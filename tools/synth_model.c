@@ -23,6 +23,8 @@ typedef struct shape {
     bool fused;       /* phi3: attn_qkv and a 2 * n_ff ffn_up */
     int n_ctx_orig;   /* phi3 longrope: factors switch past this context */
     float attn_factor;
+    bool tied;        /* no output.weight: the embedding is the output head */
+    bool bench;       /* a real model's full size, for speed only: f16 by default */
 } shape;
 
 /* Small, but with the features that matter: GQA, rows a multiple of 256,
@@ -37,6 +39,12 @@ static const shape shapes[] = {
     {.name = "phi3", .arch = "phi3", .n_embd = 256, .n_head = 4, .n_head_kv = 4, .head_dim = 64,
      .n_ff = 512, .n_layer = 4, .rope_base = 10000.0f, .fused = true, .n_ctx_orig = 1024,
      .attn_factor = 1.1902f},
+    /* Full-size shapes for benchmarks, where the weights do not fit in any
+     * cache.  Random weights measure speed only, never quality. */
+    {.name = "tinyllama-1.1b", .arch = "llama", .n_embd = 2048, .n_head = 32, .n_head_kv = 4,
+     .head_dim = 64, .n_ff = 5632, .n_layer = 22, .rope_base = 10000.0f, .bench = true},
+    {.name = "llama3.2-1b", .arch = "llama", .n_embd = 2048, .n_head = 32, .n_head_kv = 8,
+     .head_dim = 64, .n_ff = 8192, .n_layer = 16, .rope_base = 500000.0f, .tied = true, .bench = true},
 };
 
 static uint64_t next(uint64_t *s) /* splitmix64 */
@@ -52,7 +60,8 @@ static float uniform(uint64_t *s) /* [-1, 1) */
     return (float)((next(s) >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
 }
 
-/* offset + scale * uniform, stored as type (f32 vectors, q8_0 matrices). */
+/* offset + scale * uniform, stored as type (f32 vectors; matrices in the
+ * chosen type). */
 static void add(gguf_writer *w, const char *name, qt_type type, int64_t ne0, int64_t ne1, float offset,
                 float scale, uint64_t *seed)
 {
@@ -61,8 +70,10 @@ static void add(gguf_writer *w, const char *name, qt_type type, int64_t ne0, int
     if (!f) return; /* the writer then fails on the missing tensor's size */
     for (int64_t i = 0; i < n; i++) f[i] = offset + scale * uniform(seed);
     const int64_t ne[2] = {ne0, ne1};
-    if (type == QT_F32) {
-        gguf_w_tensor(w, name, type, ne1 > 1 ? 2 : 1, ne, f);
+    if (type == QT_F32 && ne1 == 1) {
+        gguf_w_tensor(w, name, type, 1, ne, f);
+    } else if (type == QT_F32) {
+        gguf_w_tensor(w, name, type, 2, ne, f);
     } else {
         void *q = malloc(qt_row_size(type, ne0) * (size_t)ne1);
         if (q) {
@@ -91,27 +102,58 @@ static void key_f32(gguf_writer *w, const char *arch, const char *k, float v)
 int qlm_cmd_synth(int argc, char **argv)
 {
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: qlm synth ARCH VOCAB.gguf OUT.gguf [SEED]\n\n"
-               "Writes a random-weight model of ARCH's shape (q8_0 weights) with the tokenizer\n"
-               "of VOCAB.gguf, for comparing qlm with llama.cpp on a family without real weights.\n"
-               "ARCH: qwen2, mistral (llama with a sliding window), phi3 (fused QKV and\n"
-               "gate/up, longrope)\n");
+        printf("usage: qlm synth SHAPE VOCAB.gguf OUT.gguf [SEED] [--type T]\n\n"
+               "Writes a random-weight model of SHAPE with the tokenizer of VOCAB.gguf.\n"
+               "Family shapes (small, q8_0 weights), for comparing qlm with llama.cpp on a\n"
+               "family without real weights: qwen2, mistral (llama with a sliding window),\n"
+               "phi3 (fused QKV and gate/up, longrope).\n"
+               "Benchmark shapes (full size, f16 weights; quantize them with qlm quantize),\n"
+               "for speed only: tinyllama-1.1b, llama3.2-1b (tied output).\n\n"
+               "  --type T   weight matrices in type T (f32, f16, bf16, q8_0, q4_0, ...)\n");
         return 0;
     }
-    if (argc != 4 && argc != 5) return qlm_cli_error(QLM_EUSAGE, "qlm synth ARCH VOCAB.gguf OUT.gguf [SEED]");
+    const char *pos[4];
+    int n_pos = 0;
+    const char *type_name = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--type")) {
+            if (i + 1 >= argc) return qlm_cli_error(QLM_EUSAGE, "--type: missing value");
+            type_name = argv[++i];
+        } else if (n_pos < 4) {
+            pos[n_pos++] = argv[i];
+        } else
+            return qlm_cli_error(QLM_EUSAGE, "qlm synth SHAPE VOCAB.gguf OUT.gguf [SEED] [--type T]");
+    }
+    if (n_pos != 3 && n_pos != 4)
+        return qlm_cli_error(QLM_EUSAGE, "qlm synth SHAPE VOCAB.gguf OUT.gguf [SEED] [--type T]");
     const shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        if (!strcmp(shapes[i].name, argv[1])) sh = &shapes[i];
-    if (!sh) return qlm_cli_error(QLM_EUSAGE, "synth: no shape '%s' (known: qwen2, mistral, phi3)", argv[1]);
-    uint64_t seed = argc == 5 ? strtoull(argv[4], NULL, 10) : 1;
+        if (!strcmp(shapes[i].name, pos[0])) sh = &shapes[i];
+    if (!sh)
+        return qlm_cli_error(QLM_EUSAGE, "synth: no shape '%s' (known: qwen2, mistral, phi3, tinyllama-1.1b, "
+                             "llama3.2-1b)", pos[0]);
+    qt_type wt = sh->bench ? QT_F16 : QT_Q8_0;
+    if (type_name) {
+        bool found = false;
+        for (uint32_t t = 0; t < QT_COUNT && !found; t++) {
+            const qt_traits *tr = qt_get(t);
+            if (tr && tr->from_float && !strcasecmp(tr->name, type_name)) {
+                wt = (qt_type)t;
+                found = true;
+            }
+        }
+        if (!found) return qlm_cli_error(QLM_EUSAGE, "--type: '%s' is not a type qlm can write", type_name);
+    }
+    uint64_t seed = n_pos == 4 ? strtoull(pos[3], NULL, 10) : 1;
+    const char *vocab_path = pos[1], *out_path = pos[2];
 
     qlm_err err = {0};
     gguf_ctx *voc = NULL;
-    if (gguf_open(&voc, argv[2], &err)) return qlm_cli_error(QLM_ELOAD, "%s", err.msg);
+    if (gguf_open(&voc, vocab_path, &err)) return qlm_cli_error(QLM_ELOAD, "%s", err.msg);
     const gguf_value *toks = gguf_get_arr(voc, "tokenizer.ggml.tokens", GGUF_STRING);
     if (!toks) {
         gguf_close(voc);
-        return qlm_cli_error(QLM_ELOAD, "%s: no tokenizer.ggml.tokens", argv[2]);
+        return qlm_cli_error(QLM_ELOAD, "%s: no tokenizer.ggml.tokens", vocab_path);
     }
     const int64_t V = (int64_t)toks->arr.n;
 
@@ -146,9 +188,9 @@ int qlm_cmd_synth(int argc, char **argv)
     /* Scales keep activations near unit size through the layers, so that
      * the logits have real gaps rather than ties. */
     const float we = 1.0f / sqrtf((float)E), wf = 1.0f / sqrtf((float)F), wq = 1.0f / sqrtf((float)QD);
-    add(w, "token_embd.weight", QT_Q8_0, E, V, 0.0f, 1.0f, &seed);
+    add(w, "token_embd.weight", wt, E, V, 0.0f, 1.0f, &seed);
     add(w, "output_norm.weight", QT_F32, E, 1, 1.0f, 0.2f, &seed);
-    add(w, "output.weight", QT_Q8_0, E, V, 0.0f, 2.0f * we, &seed);
+    if (!sh->tied) add(w, "output.weight", wt, E, V, 0.0f, 2.0f * we, &seed);
     if (sh->n_ctx_orig) { /* per-pair angle divisors, >= 1 as real ones are */
         add(w, "rope_factors_long.weight", QT_F32, D / 2, 1, 2.5f, 1.5f, &seed);
         add(w, "rope_factors_short.weight", QT_F32, D / 2, 1, 1.25f, 0.25f, &seed);
@@ -159,29 +201,29 @@ int qlm_cmd_synth(int argc, char **argv)
     (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), add(w, n, type, ne0, ne1, off, sc, &seed))
         T("attn_norm.weight", QT_F32, E, 1, 1.0f, 0.2f);
         if (sh->fused) {
-            T("attn_qkv.weight", QT_Q8_0, E, QD + 2 * KD, 0.0f, 1.7f * we);
+            T("attn_qkv.weight", wt, E, QD + 2 * KD, 0.0f, 1.7f * we);
         } else {
-            T("attn_q.weight", QT_Q8_0, E, QD, 0.0f, 1.7f * we);
-            T("attn_k.weight", QT_Q8_0, E, KD, 0.0f, 1.7f * we);
-            T("attn_v.weight", QT_Q8_0, E, KD, 0.0f, 1.7f * we);
+            T("attn_q.weight", wt, E, QD, 0.0f, 1.7f * we);
+            T("attn_k.weight", wt, E, KD, 0.0f, 1.7f * we);
+            T("attn_v.weight", wt, E, KD, 0.0f, 1.7f * we);
         }
         if (sh->qkv_bias) {
             T("attn_q.bias", QT_F32, QD, 1, 0.0f, 0.5f);
             T("attn_k.bias", QT_F32, KD, 1, 0.0f, 0.5f);
             T("attn_v.bias", QT_F32, KD, 1, 0.0f, 0.5f);
         }
-        T("attn_output.weight", QT_Q8_0, QD, E, 0.0f, 1.7f * wq);
+        T("attn_output.weight", wt, QD, E, 0.0f, 1.7f * wq);
         T("ffn_norm.weight", QT_F32, E, 1, 1.0f, 0.2f);
         if (sh->fused) {
-            T("ffn_up.weight", QT_Q8_0, E, 2 * F, 0.0f, 1.7f * we);
+            T("ffn_up.weight", wt, E, 2 * F, 0.0f, 1.7f * we);
         } else {
-            T("ffn_gate.weight", QT_Q8_0, E, F, 0.0f, 1.7f * we);
-            T("ffn_up.weight", QT_Q8_0, E, F, 0.0f, 1.7f * we);
+            T("ffn_gate.weight", wt, E, F, 0.0f, 1.7f * we);
+            T("ffn_up.weight", wt, E, F, 0.0f, 1.7f * we);
         }
-        T("ffn_down.weight", QT_Q8_0, F, E, 0.0f, 1.7f * wf);
+        T("ffn_down.weight", wt, F, E, 0.0f, 1.7f * wf);
 #undef T
     }
-    int rc = gguf_w_save(w, argv[3], &err);
+    int rc = gguf_w_save(w, out_path, &err);
     gguf_writer_free(w);
     gguf_close(voc);
     if (rc) return qlm_cli_error(rc, "%s", err.msg);
