@@ -97,8 +97,8 @@ Q4_0_MODEL = models/SmolLM2-135M-Instruct.Q4_0.gguf
 $(Q4_0_MODEL): $(DEFAULT_MODEL) qlm
 	./qlm quantize $(DEFAULT_MODEL) $@ q4_0
 
-# K-quant requants: llama.cpp's repacked, tiled and vec_dot orders (quant/repack.h, tiled.h).
-K_MODELS = $(foreach t,Q4_K_M Q5_K_M Q6_K Q2_K,models/SmolLM2-135M-Instruct.$(t).gguf)
+# Requants: llama.cpp's repacked, tiled and vec_dot orders (quant/repack.h, tiled.h).
+K_MODELS = $(foreach t,Q4_K_M Q5_K_M Q6_K Q2_K Q8_0,models/SmolLM2-135M-Instruct.$(t).gguf)
 $(K_MODELS): models/SmolLM2-135M-Instruct.%.gguf: $(DEFAULT_MODEL) qlm
 	./qlm quantize $(DEFAULT_MODEL) $@ $*
 

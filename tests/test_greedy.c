@@ -30,6 +30,7 @@ static const struct { const char *model, *fixdir, *tag; int cache, n_fix, n_pred
     {"models/SmolLM2-135M-Instruct.Q5_K_M.gguf", "tests/data/greedy/smollm2-q5_k_m", "q5_k_m", 0, 8, 64},
     {"models/SmolLM2-135M-Instruct.Q6_K.gguf", "tests/data/greedy/smollm2-q6_k", "q6_k", 0, 8, 64},
     {"models/SmolLM2-135M-Instruct.Q2_K.gguf", "tests/data/greedy/smollm2-q2_k", "q2_k", 0, 8, 64},
+    {"models/SmolLM2-135M-Instruct.Q8_0.gguf", "tests/data/greedy/smollm2-q8_0", "q8_0", 0, 8, 64},
     {"gemma-3-270m-q4_k_m.gguf", "tests/data/greedy/gemma3-q4_k_m", "gemma3", 1, 8, 64},
     /* Random-weight models of families with no real weights available,
      * written by `qlm synth` with a committed vocabulary (make conformance
