@@ -112,6 +112,7 @@ void qlm_ctx_free(qlm_ctx *c)
 
 int qlm_ctx_n_ctx(const qlm_ctx *c) { return c->kv.n_ctx; }
 int qlm_ctx_n_threads(const qlm_ctx *c) { return c->n_threads; }
+int qlm_ctx_n_batch(const qlm_ctx *c) { return c->n_batch; }
 qlm_kv *qlm_ctx_kv(qlm_ctx *c) { return &c->kv; }
 int qlm_ctx_shift_keep(const qlm_ctx *c) { return c->shift_keep; }
 const char *qlm_ctx_numa(const qlm_ctx *c) { return c->numa; }

@@ -25,6 +25,15 @@ int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_pr
                  int n_predict, qlm_sampler *s, qlm_token_fn on_token, void *user,
                  qlm_gen_stats *st, qlm_err *err)
 {
+    const qlm_gen_opts o = {.n_predict = n_predict};
+    return qlm_generate_ex(c, m, prompt, n_prompt, &o, s, on_token, user, st, err);
+}
+
+int qlm_generate_ex(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_prompt,
+                    const qlm_gen_opts *o, qlm_sampler *s, qlm_token_fn on_token, void *user,
+                    qlm_gen_stats *st, qlm_err *err)
+{
+    const int n_predict = o->n_predict;
     *st = (qlm_gen_stats){.n_prompt = n_prompt};
     const int n_ctx = qlm_ctx_n_ctx(c);
     if (n_prompt < 1) return qlm_fail(err, QLM_EUSAGE, "the prompt is empty");
@@ -38,14 +47,26 @@ int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_pr
     const int n_past = qlm_kv_seq_prefix(kv, 0, prompt, n_prompt - 1);
     qlm_kv_seq_rm(kv, 0, n_past, -1);
     st->n_past = n_past;
+    /* The rest goes in micro-batches of the context's own size, so the
+     * arithmetic is what one qlm_decode call would do, with a chance to
+     * cancel in between. */
+    const int step = qlm_ctx_n_batch(c);
     qlm_batch b;
-    if (qlm_batch_init(&b, n_prompt)) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
-    for (int i = 0; i < n_prompt; i++) {
-        if (i >= n_past) qlm_batch_add(&b, prompt[i], i, 0, i == n_prompt - 1);
-        qlm_sampler_accept(s, prompt[i]);
-    }
+    if (qlm_batch_init(&b, step)) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
+    for (int i = 0; i < n_prompt; i++) qlm_sampler_accept(s, prompt[i]);
     double t0 = qlm_now_ms();
-    int rc = qlm_decode(c, &b, err);
+    int rc = 0;
+    for (int off = n_past; off < n_prompt && !rc; off += step) {
+        if (o->cancel && o->cancel(user)) {
+            st->stop = QLM_STOP_CALLER;
+            st->prompt_ms = qlm_now_ms() - t0;
+            goto done;
+        }
+        b.n = 0;
+        for (int i = off; i < n_prompt && i < off + step; i++)
+            qlm_batch_add(&b, prompt[i], i, 0, i == n_prompt - 1);
+        rc = qlm_decode(c, &b, err);
+    }
     st->prompt_ms = qlm_now_ms() - t0;
     if (rc) goto done;
 

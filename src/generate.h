@@ -22,8 +22,8 @@ const char *qlm_stop_name(qlm_stop s);
 typedef int (*qlm_token_fn)(void *user, int32_t tok, const char *piece, size_t n);
 
 typedef struct qlm_gen_stats {
-    int n_prompt, n_gen;
-    int n_past;        /* prompt tokens reused from the cache */
+    int n_prompt, n_gen;   /* prompt tokens (reused ones included), tokens generated */
+    int n_past;            /* prompt tokens reused from the cache */
     double prompt_ms, gen_ms;
     qlm_stop stop;
 } qlm_gen_stats;
@@ -36,6 +36,22 @@ typedef struct qlm_gen_stats {
 int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_prompt,
                  int n_predict, qlm_sampler *s, qlm_token_fn on_token, void *user,
                  qlm_gen_stats *st, qlm_err *err);
+
+/* Where a generation starts and what may stop it early. */
+typedef struct qlm_gen_opts {
+    int n_predict;  /* < 0: until end of generation or a full context */
+    /* Polled (with the token callback's user pointer) between prompt
+     * micro-batches, so a long prompt can be interrupted; nonzero stops
+     * with QLM_STOP_CALLER.  NULL: never. */
+    int (*cancel)(void *user);
+} qlm_gen_opts;
+
+/* qlm_generate with a cancel hook.  The cache then holds the prompt's
+ * tokens up to where decoding stopped and the generated ones except the
+ * last. */
+int qlm_generate_ex(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_prompt,
+                    const qlm_gen_opts *o, qlm_sampler *s, qlm_token_fn on_token, void *user,
+                    qlm_gen_stats *st, qlm_err *err);
 
 double qlm_now_ms(void);
 

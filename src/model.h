@@ -133,6 +133,7 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
 void qlm_ctx_free(qlm_ctx *c);
 int qlm_ctx_n_ctx(const qlm_ctx *c);
 int qlm_ctx_n_threads(const qlm_ctx *c);
+int qlm_ctx_n_batch(const qlm_ctx *c);
 qlm_kv *qlm_ctx_kv(qlm_ctx *c);
 /* The ctx_shift setting: tokens to keep (-1: the prompt), or -2 when off. */
 int qlm_ctx_shift_keep(const qlm_ctx *c);
