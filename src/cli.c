@@ -86,3 +86,33 @@ int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_
     if (is_v || both) *v = (qlm_kv_type)t;
     return 1;
 }
+
+int qlm_cli_sampler_flag(const char *a, const char *v, qlm_sampler_params *sp)
+{
+    long l;
+    double d;
+    if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
+        if (!qlm_cli_int(a, v, -1, 0x7fffffffL, &l)) return -1;
+        sp->seed = (uint64_t)(l < 0 ? 0 : l);
+    } else if (!strcmp(a, "--temp")) {
+        if (!qlm_cli_float(a, v, 0, 100, &d)) return -1;
+        sp->temp = (float)d;
+    } else if (!strcmp(a, "--top-k")) {
+        if (!qlm_cli_int(a, v, 0, 1 << 30, &l)) return -1;
+        sp->top_k = (int)l;
+    } else if (!strcmp(a, "--top-p")) {
+        if (!qlm_cli_float(a, v, 0, 1, &d)) return -1;
+        sp->top_p = (float)d;
+    } else if (!strcmp(a, "--min-p")) {
+        if (!qlm_cli_float(a, v, 0, 1, &d)) return -1;
+        sp->min_p = (float)d;
+    } else if (!strcmp(a, "--repeat-penalty")) {
+        if (!qlm_cli_float(a, v, 0.01, 100, &d)) return -1;
+        sp->repeat_penalty = (float)d;
+    } else if (!strcmp(a, "--repeat-last-n")) {
+        if (!qlm_cli_int(a, v, 0, 1 << 20, &l)) return -1;
+        sp->repeat_last_n = (int)l;
+    } else
+        return 0;
+    return 1;
+}

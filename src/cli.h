@@ -1,11 +1,12 @@
 /* cli.h - what the command-line layer shares: the error line format and
- * the runtime subcommands that live in src/ (run; later chat, batch).
+ * the runtime subcommands that live in src/ (run, chat, batch).
  * Only code at this layer prints to stdout/stderr or picks exit codes. */
 #ifndef QLM_CLI_H
 #define QLM_CLI_H
 
 #include "err.h"
 #include "kv.h"
+#include "sample.h"
 
 /* Prints "qlm: error: <message>" as one line on stderr; returns code. */
 int qlm_cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -32,6 +33,14 @@ int qlm_cli_load_flag(const char *a, int *mode);
  * is none of them, -1 on a bad type (error printed). */
 int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_type *v);
 
+/* The sampling flags every generating command takes (-s --temp --top-k
+ * --top-p --min-p --repeat-penalty --repeat-last-n): 1 if flag is one and
+ * its value v went into sp, 0 if flag is not one of them, -1 on a bad
+ * value (already reported). */
+int qlm_cli_sampler_flag(const char *flag, const char *v, qlm_sampler_params *sp);
+
 int qlm_cmd_run(int argc, char **argv);
+int qlm_cmd_chat(int argc, char **argv);
+int qlm_cmd_batch(int argc, char **argv);
 
 #endif

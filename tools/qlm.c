@@ -15,6 +15,8 @@ static const struct {
     const char *help;
 } commands[] = {
     {"run", qlm_cmd_run, "generate text from a prompt (-p, -f or stdin)"},
+    {"chat", qlm_cmd_chat, "talk with a model in the terminal"},
+    {"batch", qlm_cmd_batch, "generate for every line of a JSONL file"},
     {"inspect", qlm_cmd_inspect, "print a GGUF file's metadata and tensor table"},
     {"tokenize", qlm_cmd_tokenize, "print the token ids of a text"},
     {"bench", qlm_cmd_bench, "measure prompt processing and generation speed"},

@@ -1,0 +1,155 @@
+#!/bin/sh
+# qlm chat end to end: in a real terminal (tmux) with keys typed into it,
+# and with piped input.  A tiny generated model keeps it fast; its replies
+# are random bytes, so the checks read the conversation back from /save
+# and the -v lines ("prompt N tokens: K reused from the cache").  Nothing
+# is timed: every wait polls the pane for the text it expects, with a
+# generous deadline.
+BUILD=${1:-build}
+QLM=${QLM:-./qlm}
+case "$QLM" in /*) ;; *) QLM="$(pwd)/$QLM" ;; esac
+tmp=$(mktemp -d)
+S="$tmp/tmux.sock"
+tm() { tmux -S "$S" -f /dev/null "$@"; }
+trap 'tm kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+
+"$BUILD/tests/test_model" --write-tiny "$tmp/tiny.gguf" || { echo "FAIL chat_setup: cannot write tiny model"; exit 1; }
+printf '%s' '{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}' > "$tmp/t.jinja"
+CHAT="$QLM chat -m $tmp/tiny.gguf --chat-template $tmp/t.jinja --temp 0 -v"
+
+# --- piped input: each line a turn, stdout only the replies ---
+printf 'hello\nagain\n/save %s\n' "$tmp/p.json" | $CHAT -n 6 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(grep -c 'reused from the cache' "$tmp/err")" = 2 ] && python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["messages"]
+assert [x["role"] for x in m] == ["user", "assistant"] * 2, m
+assert m[0]["content"] == "hello" and m[2]["content"] == "again", m
+' "$tmp/p.json" 2>"$tmp/py"; then pass chat_piped_turns
+else fail chat_piped_turns "rc=$rc $(tail -1 "$tmp/py") $(head -3 "$tmp/err")"; fi
+
+# The second turn's prompt holds the first exchange, and the first prompt
+# is not decoded again.  (The tiny model's replies are random bytes, often
+# invalid UTF-8, which tokenizes differently when re-rendered: with a real
+# model the reply's tokens are reused too.)
+first=$(sed -n 's/.*prompt \([0-9]*\) tokens:.*generated \([0-9]*\) tokens.*/\1 \2/p' "$tmp/err" | head -1)
+second=$(sed -n 's/.*prompt \([0-9]*\) tokens: \([0-9]*\) reused.*/\1 \2/p' "$tmp/err" | sed -n 2p)
+if [ -n "$first" ] && [ -n "$second" ] && python3 -c '
+import sys
+p1, g1, p2, r2 = map(int, sys.argv[1:5])
+assert r2 >= p1 and p2 > p1 + g1 // 2, (p1, g1, p2, r2)' $first $second 2>"$tmp/py"; then pass chat_prefix_reused
+else fail chat_prefix_reused "turn 1 (prompt, generated): $first; turn 2 (prompt, reused): $second"; fi
+
+printf '/load %s\nonce more\n' "$tmp/p.json" | $CHAT -n 4 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && grep -q 'loaded 4 messages' "$tmp/err" && grep -q 'reused from the cache' "$tmp/err"; then pass chat_load_resumes
+else fail chat_load_resumes "rc=$rc $(head -3 "$tmp/err")"; fi
+
+$CHAT --load "$tmp/missing.json" </dev/null >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 2 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^qlm: error: ' "$tmp/err"; then pass chat_load_missing
+else fail chat_load_missing "rc=$rc $(head -2 "$tmp/err")"; fi
+
+# --- in a terminal ---
+if ! command -v tmux >/dev/null; then fail chat_tmux "tmux is not installed"; exit 0; fi
+
+# start NAME ARGS: a chat in a detached tmux session; when it exits the
+# pane shows "__EXIT=<status>" and stays open for the checks.
+start() {
+    name=$1; shift
+    tm new-session -d -s "$name" -x 160 -y 50 \
+        "env HOME=$tmp XDG_STATE_HOME= $CHAT $*; echo __EXIT=\$?; sleep 600"
+}
+pane() { tm capture-pane -p -J -S - -t "$1"; }
+# wait_for NAME PATTERN [COUNT]: until the pane has COUNT lines matching
+# PATTERN (grep -E), at most 60 s.  Returns 1 on timeout.
+wait_for() {
+    n=0
+    while [ $n -lt 600 ]; do
+        [ "$(pane "$1" | grep -cE -- "$2")" -ge "${3:-1}" ] && return 0
+        sleep 0.1; n=$((n + 1))
+    done
+    return 1
+}
+# reply_started NAME MSG: the pane shows reply text after the ">>> MSG" line.
+reply_started() {
+    n=0
+    while [ $n -lt 600 ]; do
+        pane "$1" | awk -v m=">>> $2" 'f && /[^ ]/ { ok = 1 } index($0, m) == 1 { f = 1 } END { exit !ok }' && return 0
+        sleep 0.1; n=$((n + 1))
+    done
+    return 1
+}
+keys() { s=$1; shift; tm send-keys -t "$s" "$@"; }
+saved() { # saved FILE PYTHON-ASSERTS: checks the /save'd messages list m
+    f=$1; shift
+    n=0; while [ ! -s "$f" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+    python3 -c "import json, sys
+m = json.load(open(sys.argv[1]))['messages']
+$1" "$f" 2>"$tmp/py"
+}
+
+# Two turns, then Ctrl-D.
+start two -n 8 --no-history
+if wait_for two '^>>> ' && keys two 'hello' Enter && wait_for two 'stop: ' 1 &&
+   keys two 'again' Enter && wait_for two 'stop: ' 2 && keys two "/save $tmp/two.json" Enter &&
+   saved "$tmp/two.json" 'assert [x["content"] for x in m[::2]] == ["hello", "again"] and len(m) == 4, m'
+then pass chat_tty_two_turns
+else fail chat_tty_two_turns "$(tail -1 "$tmp/py") $(pane two | tail -5)"; fi
+keys two C-d
+if wait_for two '^__EXIT=0'; then pass chat_tty_ctrl_d_exits; else fail chat_tty_ctrl_d_exits "$(pane two | tail -3)"; fi
+
+# Ctrl-C in the middle of a long reply: the reply stops, the prompt comes
+# back, and the next turn is decoded on top of the whole history (the
+# partial reply included).  Then Ctrl-C at the empty prompt quits.
+start cc -n 100000 -c 32768 --no-history
+if wait_for cc '^>>> ' && keys cc 'hello' Enter && reply_started cc hello && keys cc C-c &&
+   wait_for cc 'stop: interrupted' && wait_for cc '^>>> ' 2; then pass chat_tty_ctrl_c_stops_reply
+else fail chat_tty_ctrl_c_stops_reply "$(pane cc | tail -4)"; fi
+keys cc 'more' Enter
+if reply_started cc more && keys cc C-c && wait_for cc 'stop: interrupted' 2 && keys cc "/save $tmp/cc.json" Enter &&
+   saved "$tmp/cc.json" '
+assert [x["role"] for x in m] == ["user", "assistant"] * 2, m
+assert m[0]["content"] == "hello" and m[2]["content"] == "more" and m[1]["content"], m'; then
+    first=$(pane cc | sed -n 's/.*prompt \([0-9]*\) tokens:.*generated \([0-9]*\) tokens.*/\1 \2/p' | head -1)
+    second=$(pane cc | sed -n 's/.*prompt \([0-9]*\) tokens: \([0-9]*\) reused.*/\1 \2/p' | sed -n 2p)
+    if [ -n "$first" ] && [ -n "$second" ] && python3 -c '
+import sys
+p1, g1, p2, r2 = map(int, sys.argv[1:5])
+assert r2 >= p1 and p2 > p1 + g1 // 2, (p1, g1, p2, r2)' $first $second 2>"$tmp/py"; then pass chat_tty_history_after_ctrl_c
+    else fail chat_tty_history_after_ctrl_c "turn 1 (prompt, partial reply): $first; turn 2 (prompt, reused): $second"; fi
+else fail chat_tty_history_after_ctrl_c "$(tail -1 "$tmp/py") $(pane cc | tail -4)"; fi
+# Ctrl-C at an empty prompt after other input asks first, then quits.
+wait_for cc '^>>> ' 4 && keys cc C-c
+if wait_for cc 'Ctrl-C again' && keys cc C-c && wait_for cc '^__EXIT=0'; then pass chat_tty_ctrl_c_twice_exits
+else fail chat_tty_ctrl_c_twice_exits "$(pane cc | tail -3)"; fi
+
+# The Ctrl-C that stops a reply counts as the first: one more at the empty
+# prompt quits.
+start cc2 -n 100000 -c 32768 --no-history
+if wait_for cc2 '^>>> ' && keys cc2 'hi' Enter && reply_started cc2 hi && keys cc2 C-c &&
+   wait_for cc2 'stop: interrupted' && wait_for cc2 '^>>> ' 2 && keys cc2 C-c && wait_for cc2 '^__EXIT=0'
+then pass chat_tty_ctrl_c_after_stop_exits; else fail chat_tty_ctrl_c_after_stop_exits "$(pane cc2 | tail -3)"; fi
+
+# /reset, line editing, history recall, a """ block and a bracketed paste.
+start ed -n 4
+ok=1
+wait_for ed '^>>> ' || ok=0
+keys ed 'first' Enter; wait_for ed 'stop: ' 1 || ok=0
+keys ed '/reset' Enter; wait_for ed 'conversation cleared' || ok=0
+keys ed 'wrld' Home 'hello ' End '!' Left Left Left Left 'o' Enter; wait_for ed 'stop: ' 2 || ok=0
+keys ed Up Enter; wait_for ed 'stop: ' 3 || ok=0
+keys ed '"""' Enter 'line one' Enter 'line two"""' Enter; wait_for ed 'stop: ' 4 || ok=0
+tm set-buffer -b p "$(printf 'pasted\nlines')"
+tm paste-buffer -p -b p -t ed; keys ed Enter; wait_for ed 'stop: ' 5 || ok=0
+keys ed 'abc def' C-w 'xyz' C-a C-k 'kept' Enter; wait_for ed 'stop: ' 6 || ok=0
+keys ed "/save $tmp/ed.json" Enter
+if [ $ok = 1 ] && saved "$tmp/ed.json" '
+u = [x["content"] for x in m if x["role"] == "user"]
+assert u == ["hello world!", "hello world!", "line one\nline two", "pasted\nlines", "kept"], u'
+then pass chat_tty_reset_editing_multiline
+else fail chat_tty_reset_editing_multiline "ok=$ok $(tail -1 "$tmp/py") $(pane ed | tail -4)"; fi
+if grep -qx 'hello world!' "$tmp/.local/state/qlm/chat_history" && grep -qx 'line one\\nline two' "$tmp/.local/state/qlm/chat_history"
+then pass chat_tty_history_file; else fail chat_tty_history_file "$(head -5 "$tmp/.local/state/qlm/chat_history" 2>&1)"; fi
+keys ed '/exit' Enter
+if wait_for ed '^__EXIT=0'; then pass chat_tty_exit_command; else fail chat_tty_exit_command "$(pane ed | tail -3)"; fi
+exit 0
