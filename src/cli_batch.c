@@ -1,6 +1,774 @@
+/* cli_batch.c - `qlm batch`: every line of a JSONL file through one loaded
+ * model, several sequences decoded together.
+ *
+ * Continuous batching: up to --parallel sequences live in the KV cache at
+ * once, one per slot (sequence id = slot).  A new prompt is prefilled on
+ * its own (so its arithmetic is what it would be alone); then each step
+ * decodes the next token of every live sequence in one qlm_decode batch,
+ * and a finished sequence's slot takes the next prompt at once.  Output
+ * lines come out in input order (finished lines wait for earlier ones),
+ * each written whole with one write() and fsync'd, so a killed run leaves
+ * at most one partial line; with -o, a rerun drops that partial line and
+ * skips the ids already done. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "chat_fmt.h"
 #include "cli.h"
+#include "generate.h"
+#include "json.h"
+#include "jsonl.h"
+#include "model.h"
+#include "stop.h"
+
+/* Set by the SIGINT handler: finish the lines already done, then exit 130. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+#define MAX_STOPS 16
+
+typedef struct batch_opts {
+    const char *model, *input, *output, *chat_template;
+    int parallel, n_predict, n_ctx, n_threads, n_batch;
+    qlm_sampler_params sp;
+    const char *stops[MAX_STOPS];
+    int n_stops;
+    bool verbose;
+} batch_opts;
+
+/* One input line, parsed. */
+typedef struct job {
+    long line;              /* 1-based line number in the input */
+    long order;             /* index among the lines this run writes */
+    char *id;               /* the id as compact JSON ("null" if none) */
+    char *error;            /* set: this line gets an error record */
+    int32_t *ids;
+    int n_ids;
+    int n_predict;
+    qlm_sampler_params sp;
+    char *stops[MAX_STOPS];
+    int n_stops;
+} job;
+
+typedef struct slot {
+    bool busy;
+    job j;
+    qlm_sampler *smp;
+    qlm_stopper stop;
+    int pos;                /* position of `last` */
+    int32_t last;           /* sampled, to be decoded in the next step */
+    int n_gen;
+    char *text;             /* released text */
+    size_t len, cap;
+    double t_start, prompt_ms;
+} slot;
+
+typedef struct resume_key {
+    char *key;
+    int count;
+} resume_key;
+
+typedef struct batch {
+    batch_opts o;
+    qlm_model *m;
+    qlm_ctx *ctx;
+    qlm_chat_fmt fmt;
+    bool have_fmt;
+    char *fmt_error;        /* why "messages" lines cannot be rendered */
+    int slot_ctx;           /* positions each sequence may use */
+    FILE *in;
+    long line_no;
+    bool in_done;
+    slot *slots;
+    /* finished lines waiting for earlier ones: pending[order - next_write] */
+    char **pending;
+    long next_write, next_order, pending_cap;
+    int out_fd;
+    bool out_broken;
+    resume_key *done;       /* ids already in the output (sorted) */
+    size_t n_done;
+    /* progress */
+    bool progress;
+    long total, finished, skipped, errors;
+    long long gen_tokens;
+    double t0, last_draw;
+} batch;
+
+static void batch_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: qlm batch -m MODEL IN.jsonl [-o OUT.jsonl] [options]\n"
+        "\n"
+        "Generates for every line of IN.jsonl (- for stdin) with the model loaded once.\n"
+        "Each line is {\"id\": ..., \"prompt\": \"...\"} or {\"id\": ..., \"messages\": [{\"role\": ...,\n"
+        "\"content\": ...}, ...]} (rendered with the chat template), optionally with\n"
+        "n_predict, temperature, top_k, top_p, min_p, repeat_penalty, seed and stop\n"
+        "(a string or a list).  Each output line is {\"id\", \"text\", \"finish_reason\",\n"
+        "\"tokens\", \"timings\"}, or {\"id\", \"line\", \"error\"} for a line that could not be\n"
+        "run, in input order; blank input lines are skipped.\n"
+        "\n"
+        "  -m, --model FILE        GGUF model\n"
+        "  -o, --output FILE       write the results to FILE (default stdout); if FILE\n"
+        "                          already holds results, the ids done there are skipped\n"
+        "                          and a partial last line is dropped (resume)\n"
+        "      --resume            the same, said explicitly (needs -o)\n"
+        "  -np, --parallel N       sequences decoded together (default 4, at most %d)\n"
+        "  -n, --n-predict N       tokens per line unless the line says (default -1: until\n"
+        "                          end of text or the sequence's context)\n"
+        "  -c, --ctx-size N        context per sequence (default min(4096, training context))\n"
+        "  -t, --threads N         threads (default: physical cores)\n"
+        "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
+        "  -s, --seed N, --temp X, --top-k N, --top-p X, --min-p X, --repeat-penalty X,\n"
+        "  --repeat-last-n N       sampling defaults for lines that do not set them\n"
+        "                          (as for qlm run; the default temperature is 0.8)\n"
+        "      --stop STR          default stop string (repeatable)\n"
+        "      --chat-template F   template for \"messages\" lines instead of the model's\n"
+        "  -v, --verbose           log loading and a summary to stderr\n"
+        "\n"
+        "A progress bar is drawn on stderr when it is a terminal.  Exit status: 0 ok,\n"
+        "1 usage, 2 cannot load the model or input, or some input lines were malformed\n"
+        "(each got an error record; the rest ran), 3 runtime failure, 130 interrupted\n"
+        "(finished lines are written; rerun with -o to resume).\n", QLM_MAX_SEQ);
+}
+
+static int parse_args(int argc, char **argv, batch_opts *o)
+{
+    *o = (batch_opts){.parallel = 4, .n_predict = -1, .sp = qlm_sampler_defaults()};
+    bool resume = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long l;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { batch_usage(stdout); return -1; }
+        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = true; continue; }
+        if (!strcmp(a, "--resume")) { resume = true; continue; }
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            if (o->input) return qlm_cli_error(QLM_EUSAGE, "one input file only ('%s' and '%s')", o->input, a);
+            o->input = a;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[++i] : NULL;
+        if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm batch --help)", a);
+        const int sf = qlm_cli_sampler_flag(a, v, &o->sp);
+        if (sf < 0) return QLM_EUSAGE;
+        if (sf) continue;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->output = v;
+        else if (!strcmp(a, "--chat-template")) o->chat_template = v;
+        else if (!strcmp(a, "--stop")) {
+            if (o->n_stops == MAX_STOPS) return qlm_cli_error(QLM_EUSAGE, "--stop: at most %d stop strings", MAX_STOPS);
+            if (!*v) return qlm_cli_error(QLM_EUSAGE, "--stop: empty string");
+            o->stops[o->n_stops++] = v;
+        } else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) {
+            if (!qlm_cli_int(a, v, 1, QLM_MAX_SEQ, &l)) return QLM_EUSAGE;
+            o->parallel = (int)l;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
+            if (!qlm_cli_int(a, v, -1, 1 << 30, &l)) return QLM_EUSAGE;
+            o->n_predict = (int)l;
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+            if (!qlm_cli_int(a, v, 0, 1 << 24, &l)) return QLM_EUSAGE;
+            o->n_ctx = (int)l;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (!qlm_cli_int(a, v, 1, 1024, &l)) return QLM_EUSAGE;
+            o->n_threads = (int)l;
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+            if (!qlm_cli_int(a, v, 1, 1 << 16, &l)) return QLM_EUSAGE;
+            o->n_batch = (int)l;
+        } else
+            return qlm_cli_error(QLM_EUSAGE, "unknown option '%s' (qlm batch --help)", a);
+    }
+    if (!o->model) return qlm_cli_error(QLM_EUSAGE, "no model: pass -m FILE.gguf");
+    if (!o->input) return qlm_cli_error(QLM_EUSAGE, "no input: pass a JSONL file (or - for stdin)");
+    if (resume && !o->output) return qlm_cli_error(QLM_EUSAGE, "--resume needs -o FILE");
+    return 0;
+}
+
+/* ---- resume: what the output already holds ---- */
+
+static int key_cmp(const void *a, const void *b)
+{
+    return strcmp(((const resume_key *)a)->key, ((const resume_key *)b)->key);
+}
+
+/* The key a record is known by: its id, or for a line without one, the
+ * line number. */
+static char *record_key(const char *id_json, long line)
+{
+    char *k = NULL;
+    if (strcmp(id_json, "null")) k = strdup(id_json);
+    else if (asprintf(&k, "#line:%ld", line) < 0) k = NULL;
+    return k;
+}
+
+static char *json_text(const qlm_jval *v)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return NULL;
+    if (v) qlm_json_write(f, v);
+    else fputs("null", f);
+    if (fclose(f)) { free(buf); return NULL; }
+    return buf;
+}
+
+/* Opens the output for appending after its last complete line, and
+ * records the ids found there. */
+static int open_output(batch *b)
+{
+    const int fd = open(b->o.output, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return qlm_cli_error(QLM_ELOAD, "cannot open %s: %s", b->o.output, strerror(errno));
+    b->out_fd = fd;
+    FILE *f = fdopen(dup(fd), "r");
+    if (!f) return qlm_cli_error(QLM_ERUNTIME, "cannot read %s: %s", b->o.output, strerror(errno));
+    char *l = NULL;
+    size_t cap = 0, cap_done = 0;
+    ssize_t n;
+    off_t good = 0;
+    while ((n = getline(&l, &cap, f)) > 0) {
+        if (l[n - 1] != '\n') break;   /* a partial last line: dropped */
+        good += n;
+        qlm_jval *v = NULL;
+        qlm_err err = {0};
+        if (qlm_json_parse(l, (size_t)n, &v, &err)) {
+            free(l);
+            fclose(f);
+            return qlm_cli_error(QLM_ELOAD, "%s holds a line that is not JSON (%s): not a results file?",
+                                 b->o.output, err.msg);
+        }
+        const qlm_jval *ln = qlm_json_get(v, "line");
+        char *id = json_text(qlm_json_get(v, "id"));
+        char *key = id ? record_key(id, ln && ln->type == QLM_JNUM ? (long)ln->num : 0) : NULL;
+        free(id);
+        qlm_jval_free(v);
+        if (!key) { free(l); fclose(f); return qlm_cli_error(QLM_ERUNTIME, "out of memory"); }
+        if (b->n_done == cap_done) {
+            cap_done = cap_done ? cap_done * 2 : 64;
+            resume_key *nd = realloc(b->done, cap_done * sizeof *nd);
+            if (!nd) { free(key); free(l); fclose(f); return qlm_cli_error(QLM_ERUNTIME, "out of memory"); }
+            b->done = nd;
+        }
+        b->done[b->n_done++] = (resume_key){.key = key, .count = 1};
+    }
+    free(l);
+    fclose(f);
+    if (ftruncate(fd, good) || lseek(fd, 0, SEEK_END) < 0)
+        return qlm_cli_error(QLM_ERUNTIME, "cannot truncate %s: %s", b->o.output, strerror(errno));
+    /* Sort and fold repeats into counts: an id given twice in the input
+     * is done twice. */
+    qsort(b->done, b->n_done, sizeof *b->done, key_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < b->n_done; i++) {
+        if (k && !strcmp(b->done[k - 1].key, b->done[i].key)) {
+            b->done[k - 1].count++;
+            free(b->done[i].key);
+        } else
+            b->done[k++] = b->done[i];
+    }
+    b->n_done = k;
+    return 0;
+}
+
+/* True (and one fewer left) if a record with this key is already done. */
+static bool already_done(batch *b, const char *key)
+{
+    resume_key probe = {.key = (char *)key};
+    resume_key *r = b->n_done ? bsearch(&probe, b->done, b->n_done, sizeof *b->done, key_cmp) : NULL;
+    if (!r || !r->count) return false;
+    r->count--;
+    return true;
+}
+
+/* ---- output in input order ---- */
+
+static void write_all(batch *b, const char *s, size_t n)
+{
+    while (n && !b->out_broken) {
+        ssize_t w = write(b->out_fd, s, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) { b->out_broken = true; break; }
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static void flush_ready(batch *b)
+{
+    while (b->next_write < b->next_order && b->pending[0]) {
+        char *line = b->pending[0];
+        write_all(b, line, strlen(line));
+        /* fsync fails with EINVAL on a pipe or terminal: nothing to sync. */
+        fsync(b->out_fd);
+        free(line);
+        memmove(b->pending, b->pending + 1, sizeof *b->pending * (size_t)(b->pending_cap - 1));
+        b->pending[b->pending_cap - 1] = NULL;
+        b->next_write++;
+    }
+}
+
+static int put_result(batch *b, long order, char *line)
+{
+    if (!line) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
+    const long at = order - b->next_write;
+    if (at >= b->pending_cap) {
+        long cap = (at + 1) * 2;
+        char **np = realloc(b->pending, sizeof *np * (size_t)cap);
+        if (!np) { free(line); return qlm_cli_error(QLM_ERUNTIME, "out of memory"); }
+        memset(np + b->pending_cap, 0, sizeof *np * (size_t)(cap - b->pending_cap));
+        b->pending = np;
+        b->pending_cap = cap;
+    }
+    b->pending[at] = line;
+    b->finished++;
+    flush_ready(b);
+    return 0;
+}
+
+static char *error_record(const job *j)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return NULL;
+    fprintf(f, "{\"id\":%s,\"line\":%ld,\"error\":", j->id, j->line);
+    qlm_json_str(f, j->error, strlen(j->error));
+    fputs("}\n", f);
+    if (fclose(f)) { free(buf); return NULL; }
+    return buf;
+}
+
+/* ---- input lines to jobs ---- */
+
+static void job_free(job *j)
+{
+    free(j->id);
+    free(j->error);
+    free(j->ids);
+    for (int i = 0; i < j->n_stops; i++) free(j->stops[i]);
+    memset(j, 0, sizeof *j);
+}
+
+static void job_fail(job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void job_fail(job *j, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&j->error, fmt, ap) < 0) j->error = NULL;
+    va_end(ap);
+}
+
+static bool get_num(job *j, const qlm_jval *obj, const char *key, double lo, double hi, bool integer, double *out)
+{
+    const qlm_jval *v = qlm_json_get(obj, key);
+    if (!v) return true;
+    if (v->type != QLM_JNUM || v->num < lo || v->num > hi || (integer && v->num != (double)(long long)v->num)) {
+        job_fail(j, "\"%s\" must be %s in [%g, %g]", key, integer ? "an integer" : "a number", lo, hi);
+        return false;
+    }
+    *out = v->num;
+    return true;
+}
+
+/* Sampling settings and stop strings of one line, over the defaults. */
+static bool job_settings(batch *b, job *j, const qlm_jval *v)
+{
+    double d;
+    j->sp = b->o.sp;
+    j->n_predict = b->o.n_predict;
+    d = j->n_predict;
+    if (!get_num(j, v, "max_tokens", -1, 1 << 30, true, &d) || !get_num(j, v, "n_predict", -1, 1 << 30, true, &d))
+        return false;
+    j->n_predict = (int)d;
+#define NUM(key, field, lo, hi, integer, type)                       \
+    d = j->sp.field;                                                \
+    if (!get_num(j, v, key, lo, hi, integer, &d)) return false;     \
+    j->sp.field = (type)d;
+    NUM("temperature", temp, 0, 100, false, float)
+    NUM("top_k", top_k, 0, 1 << 30, true, int)
+    NUM("top_p", top_p, 0, 1, false, float)
+    NUM("min_p", min_p, 0, 1, false, float)
+    NUM("repeat_penalty", repeat_penalty, 0.01, 100, false, float)
+    NUM("seed", seed, 0, 9007199254740991.0, true, uint64_t)
+#undef NUM
+    const qlm_jval *st = qlm_json_get(v, "stop");
+    if (!st || st->type == QLM_JNULL) {
+        for (int i = 0; i < b->o.n_stops; i++)
+            if (!(j->stops[j->n_stops++] = strdup(b->o.stops[i]))) return false;
+        return true;
+    }
+    const size_t n = st->type == QLM_JARR ? st->n : 1;
+    if (n > MAX_STOPS) { job_fail(j, "\"stop\": at most %d strings", MAX_STOPS); return false; }
+    for (size_t i = 0; i < n; i++) {
+        const qlm_jval *s = st->type == QLM_JARR ? &st->items[i] : st;
+        if (s->type != QLM_JSTR || !s->len || memchr(s->str, 0, s->len)) {
+            job_fail(j, "\"stop\" must be a non-empty string or a list of them");
+            return false;
+        }
+        if (!(j->stops[j->n_stops++] = strdup(s->str))) return false;
+    }
+    return true;
+}
+
+static void job_prompt(batch *b, job *j, const qlm_jval *v)
+{
+    const qlm_jval *p = qlm_json_get(v, "prompt"), *ms = qlm_json_get(v, "messages");
+    qlm_err err = {0};
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    int rc;
+    if (!p == !ms) { job_fail(j, "needs exactly one of \"prompt\" and \"messages\""); return; }
+    if (p) {
+        if (p->type != QLM_JSTR) { job_fail(j, "\"prompt\" must be a string"); return; }
+        rc = qlm_tokenize(b->m->vocab, p->str, p->len, qlm_vocab_add_bos(b->m->vocab), true, &ids, &n_ids, &err);
+    } else {
+        if (ms->type != QLM_JARR || !ms->n) { job_fail(j, "\"messages\" must be a non-empty list"); return; }
+        for (size_t i = 0; i < ms->n; i++) {
+            const qlm_jval *r = qlm_json_get(&ms->items[i], "role"), *c = qlm_json_get(&ms->items[i], "content");
+            if (!r || r->type != QLM_JSTR || !c || c->type != QLM_JSTR || memchr(c->str, 0, c->len)) {
+                job_fail(j, "messages[%zu] needs string \"role\" and \"content\"", i);
+                return;
+            }
+        }
+        if (!b->have_fmt && !b->fmt_error) {
+            if (qlm_chat_fmt_init(&b->fmt, b->m, b->o.chat_template, &err)) b->fmt_error = strdup(err.msg);
+            else b->have_fmt = true;
+        }
+        if (!b->have_fmt) { job_fail(j, "%s", b->fmt_error ? b->fmt_error : "out of memory"); return; }
+        qlm_chat_msg *msgs = calloc(ms->n, sizeof *msgs);
+        if (!msgs) { job_fail(j, "out of memory"); return; }
+        for (size_t i = 0; i < ms->n; i++)
+            msgs[i] = (qlm_chat_msg){.role = qlm_json_get(&ms->items[i], "role")->str,
+                                     .content = qlm_json_get(&ms->items[i], "content")->str};
+        rc = qlm_chat_fmt_tokens(&b->fmt, msgs, ms->n, true, &ids, &n_ids, &err);
+        free(msgs);
+    }
+    if (rc) { job_fail(j, "%s", err.msg); free(ids); return; }
+    if (!n_ids) job_fail(j, "the prompt is empty");
+    else if ((int)n_ids >= b->slot_ctx)
+        job_fail(j, "the prompt is %zu tokens but each sequence's context holds %d (raise -c)", n_ids, b->slot_ctx);
+    if (j->error) { free(ids); return; }
+    j->ids = ids;
+    j->n_ids = (int)n_ids;
+}
+
+/* Reads input lines until one this run must answer: 1 with *j filled (its
+ * error set for a line that cannot run), 0 at the end of the input, or an
+ * exit status on failure. */
+static int next_job(batch *b, job *j)
+{
+    char *l = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int ret = 0;
+    while (!b->in_done) {
+        memset(j, 0, sizeof *j);
+        errno = 0;
+        if ((n = getline(&l, &cap, b->in)) < 0) {
+            b->in_done = true;
+            if (ferror(b->in) && errno != EINTR) ret = qlm_cli_error(QLM_ELOAD, "reading %s: %s", b->o.input, strerror(errno));
+            break;
+        }
+        j->line = ++b->line_no;
+        if (!l[strspn(l, " \t\r\n")]) continue;   /* blank line */
+        qlm_jval *v = NULL;
+        qlm_err err = {0};
+        if (qlm_json_parse(l, (size_t)n, &v, &err)) job_fail(j, "not JSON: %s", err.msg);
+        else if (v->type != QLM_JOBJ) job_fail(j, "expected a JSON object");
+        const qlm_jval *id = qlm_json_get(v, "id");
+        j->id = json_text(id && id->type != QLM_JARR && id->type != QLM_JOBJ ? id : NULL);
+        char *key = j->id ? record_key(j->id, j->line) : NULL;
+        if (!key) { qlm_jval_free(v); job_free(j); ret = qlm_cli_error(QLM_ERUNTIME, "out of memory"); break; }
+        const bool skip = already_done(b, key);
+        free(key);
+        if (skip) {
+            qlm_jval_free(v);
+            job_free(j);
+            b->skipped++;
+            continue;
+        }
+        if (!j->error && id && (id->type == QLM_JARR || id->type == QLM_JOBJ))
+            job_fail(j, "\"id\" must be a string, number, boolean or null");
+        if (!j->error && job_settings(b, j, v)) job_prompt(b, j, v);
+        qlm_jval_free(v);
+        if (j->error) {
+            b->errors++;
+            qlm_cli_error(QLM_ELOAD, "%s:%ld: %s", b->o.input, j->line, j->error);
+        }
+        j->order = b->next_order++;
+        ret = 1;
+        break;
+    }
+    free(l);
+    return ret;
+}
+
+/* ---- sequences ---- */
+
+static char *result_record(const slot *s, const char *finish)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return NULL;
+    const double gen_ms = qlm_now_ms() - s->t_start - s->prompt_ms;
+    fprintf(f, "{\"id\":%s,\"text\":", s->j.id);
+    qlm_json_str(f, s->text ? s->text : "", s->len);
+    fprintf(f, ",\"finish_reason\":\"%s\",\"tokens\":{\"prompt\":%d,\"generated\":%d},"
+            "\"timings\":{\"prompt_ms\":%.3f,\"generate_ms\":%.3f}}\n",
+            finish, s->j.n_ids, s->n_gen, s->prompt_ms, gen_ms);
+    if (fclose(f)) { free(buf); return NULL; }
+    return buf;
+}
+
+static bool text_add(slot *s, const char *p, size_t n)
+{
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = (s->len + n + 1) * 2;
+        char *nt = realloc(s->text, cap);
+        if (!nt) return false;
+        s->text = nt;
+        s->cap = cap;
+    }
+    memcpy(s->text + s->len, p, n);
+    s->len += n;
+    return true;
+}
+
+static int finish(batch *b, slot *s, int seq, const char *reason)
+{
+    if (strcmp(reason, "stop")) {
+        const char *rest;
+        size_t rn;
+        qlm_stopper_flush(&s->stop, &rest, &rn);
+        if (!text_add(s, rest, rn)) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
+    }
+    int rc = put_result(b, s->j.order, result_record(s, reason));
+    b->gen_tokens += s->n_gen;
+    qlm_kv_seq_rm(qlm_ctx_kv(b->ctx), seq, 0, -1);
+    qlm_sampler_free(s->smp);
+    qlm_stopper_free(&s->stop);
+    job_free(&s->j);
+    free(s->text);
+    memset(s, 0, sizeof *s);
+    return rc;
+}
+
+/* Samples the next token of s from logits, as qlm_generate does: the
+ * sequence finishes at end of generation, a stop string, n_predict tokens
+ * or the end of its context; otherwise the token is decoded next step. */
+static int advance(batch *b, slot *s, int seq, const float *logits)
+{
+    const qlm_vocab *v = b->m->vocab;
+    if (s->j.n_predict >= 0 && s->n_gen >= s->j.n_predict) return finish(b, s, seq, "length");
+    const int32_t tok = qlm_sample(s->smp, logits);
+    if (qlm_vocab_is_eog(v, tok)) return finish(b, s, seq, "eos");
+    qlm_sampler_accept(s->smp, tok);
+    s->n_gen++;
+    char piece[256];
+    int n = qlm_token_to_piece(v, tok, piece, sizeof piece, false);
+    char *big = NULL;
+    if (n > (int)sizeof piece && (big = malloc((size_t)n))) qlm_token_to_piece(v, tok, big, (size_t)n, false);
+    if (n < 0 || (n > (int)sizeof piece && !big)) n = 0;
+    const char *rel;
+    size_t rn;
+    const int hit = qlm_stopper_feed(&s->stop, big ? big : piece, (size_t)n, &rel, &rn);
+    free(big);
+    if (hit < 0 || !text_add(s, rel, rn)) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
+    if (hit) return finish(b, s, seq, "stop");
+    if (s->pos + 1 >= b->slot_ctx) return finish(b, s, seq, "context");
+    if (s->j.n_predict >= 0 && s->n_gen >= s->j.n_predict) return finish(b, s, seq, "length");
+    s->last = tok;
+    s->pos++;
+    return 0;
+}
+
+/* Puts j in slot s: its prompt is decoded on its own (as it would be
+ * alone), and its first token sampled. */
+static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
+{
+    qlm_err err = {0};
+    memset(s, 0, sizeof *s);
+    s->j = *j;
+    memset(j, 0, sizeof *j);
+    s->busy = true;
+    s->t_start = qlm_now_ms();
+    if (!(s->smp = qlm_sampler_new(&s->j.sp, b->m->hp.n_vocab))) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
+    qlm_stopper_init(&s->stop, (const char *const *)s->j.stops, s->j.n_stops);
+    const int step = qlm_ctx_n_batch(b->ctx), n = s->j.n_ids;
+    for (int i = 0; i < n; i++) qlm_sampler_accept(s->smp, s->j.ids[i]);
+    for (int off = 0; off < n; off += step) {
+        pb->n = 0;
+        for (int i = off; i < n && i < off + step; i++) qlm_batch_add(pb, s->j.ids[i], i, seq, i == n - 1);
+        if (qlm_decode(b->ctx, pb, &err)) return qlm_cli_report(&err);
+    }
+    s->prompt_ms = qlm_now_ms() - s->t_start;
+    s->pos = n - 1;
+    return advance(b, s, seq, qlm_logits(b->ctx, 0));
+}
+
+static void draw_progress(batch *b, bool final)
+{
+    const double now = qlm_now_ms();
+    if (!b->progress || (!final && now - b->last_draw < 100)) return;
+    b->last_draw = now;
+    const double secs = (now - b->t0) / 1e3;
+    long long toks = b->gen_tokens;
+    for (int i = 0; i < b->o.parallel; i++) toks += b->slots[i].n_gen;
+    const double tps = secs > 0 ? toks / secs : 0;
+    const long done = b->finished + b->skipped;
+    char bar[32] = "";
+    char eta[32] = "";
+    if (b->total > 0) {
+        const int w = 24, fill = (int)(w * (done > b->total ? 1.0 : (double)done / b->total));
+        for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+        bar[w] = 0;
+        if (b->finished > 0 && done < b->total) {
+            const double left = secs / b->finished * (b->total - done);
+            snprintf(eta, sizeof eta, "  ETA %dm%02ds", (int)(left / 60), (int)left % 60);
+        }
+        fprintf(stderr, "\r[%s] %ld/%ld  %.1f tok/s%s\x1b[K", bar, done, b->total, tps, eta);
+    } else
+        fprintf(stderr, "\r%ld done  %.1f tok/s\x1b[K", done, tps);
+    if (final) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* Non-blank lines of a regular file, for the progress bar's total. */
+static long count_lines(FILE *f)
+{
+    struct stat sb;
+    if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) return -1;
+    long n = 0;
+    char *l = NULL;
+    size_t cap = 0;
+    while (getline(&l, &cap, f) >= 0) n += l[strspn(l, " \t\r\n")] != 0;
+    free(l);
+    rewind(f);
+    return n;
+}
+
+static int run(batch *b)
+{
+    qlm_batch step;
+    const int P = b->o.parallel, nb = qlm_ctx_n_batch(b->ctx);
+    if (qlm_batch_init(&step, nb > P ? nb : P)) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
+    int rc = 0;
+    qlm_err err = {0};
+    int busy_idx[QLM_MAX_SEQ];
+    for (;;) {
+        /* Fill free slots with the next lines. */
+        for (int i = 0; i < P && !rc && !interrupted && !b->out_broken; i++) {
+            while (!b->slots[i].busy && !b->in_done) {
+                job j;
+                int r = next_job(b, &j);
+                if (r <= 0) { rc = r; break; }
+                if (j.error) {
+                    rc = put_result(b, j.order, error_record(&j));
+                    job_free(&j);
+                    if (rc) break;
+                    continue;
+                }
+                if ((rc = start(b, &b->slots[i], i, &j, &step))) break;
+                draw_progress(b, false);
+            }
+        }
+        if (rc || interrupted || b->out_broken) break;
+        /* One token for every live sequence, all in one batch. */
+        int n_busy = 0;
+        step.n = 0;
+        for (int i = 0; i < P; i++)
+            if (b->slots[i].busy) {
+                busy_idx[n_busy++] = i;
+                qlm_batch_add(&step, b->slots[i].last, b->slots[i].pos, i, true);
+            }
+        if (!n_busy) break;
+        if ((rc = qlm_decode(b->ctx, &step, &err))) { qlm_cli_report(&err); break; }
+        for (int k = 0; k < n_busy && !rc; k++)
+            rc = advance(b, &b->slots[busy_idx[k]], busy_idx[k], qlm_logits(b->ctx, k));
+        draw_progress(b, false);
+    }
+    qlm_batch_free(&step);
+    return rc;
+}
+
 int qlm_cmd_batch(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    return qlm_cli_error(QLM_EUSAGE, "qlm batch: not implemented yet");
+    batch b = {.out_fd = STDOUT_FILENO};
+    int rc = parse_args(argc, argv, &b.o);
+    if (rc) return rc < 0 ? 0 : rc;
+    const bool logs = b.o.verbose;
+    qlm_err err = {0};
+    if (!strcmp(b.o.input, "-")) b.in = stdin;
+    else if (!(b.in = fopen(b.o.input, "r"))) return qlm_cli_error(QLM_ELOAD, "cannot read %s: %s", b.o.input, strerror(errno));
+    if (b.o.output && (rc = open_output(&b))) goto done;
+    double t0 = qlm_now_ms();
+    if ((rc = qlm_model_load(&b.m, b.o.model, &err))) goto fail;
+    b.slot_ctx = b.o.n_ctx > 0 ? b.o.n_ctx : (b.m->hp.n_ctx_train < 4096 ? b.m->hp.n_ctx_train : 4096);
+    if ((long long)b.slot_ctx * b.o.parallel > (1 << 24)) {
+        rc = qlm_fail(&err, QLM_EUSAGE, "-c %d times --parallel %d is too large a cache", b.slot_ctx, b.o.parallel);
+        goto fail;
+    }
+    qlm_ctx_params cp = {.n_ctx = b.slot_ctx * b.o.parallel, .n_batch = b.o.n_batch, .n_threads = b.o.n_threads};
+    if ((rc = qlm_ctx_new(&b.ctx, b.m, &cp, &err))) goto fail;
+    if (!(b.slots = calloc((size_t)b.o.parallel, sizeof *b.slots))) {
+        rc = qlm_fail(&err, QLM_ERUNTIME, "out of memory");
+        goto fail;
+    }
+    if (logs)
+        fprintf(stderr, "qlm: %s loaded in %.0f ms; %d sequences of up to %d tokens\n", b.m->name,
+                qlm_now_ms() - t0, b.o.parallel, b.slot_ctx);
+    b.progress = isatty(STDERR_FILENO);
+    b.total = b.progress ? count_lines(b.in) : -1;
+    b.t0 = qlm_now_ms();
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    rc = run(&b);
+    flush_ready(&b);
+    draw_progress(&b, true);
+    if (logs) {
+        const double secs = (qlm_now_ms() - b.t0) / 1e3;
+        fprintf(stderr, "qlm: %ld lines written (%ld with errors), %ld already done; %lld tokens generated "
+                "in %.1f s (%.1f t/s)\n", b.finished, b.errors, b.skipped, b.gen_tokens, secs,
+                secs > 0 ? b.gen_tokens / secs : 0.0);
+    }
+    if (!rc && interrupted) rc = QLM_EINTR;
+    if (!rc && b.errors) rc = QLM_ELOAD;
+    goto done;
+fail:
+    qlm_cli_report(&err);
+done:
+    if (b.slots)
+        for (int i = 0; i < b.o.parallel; i++)
+            if (b.slots[i].busy) {
+                qlm_sampler_free(b.slots[i].smp);
+                qlm_stopper_free(&b.slots[i].stop);
+                job_free(&b.slots[i].j);
+                free(b.slots[i].text);
+            }
+    free(b.slots);
+    for (long i = 0; i < b.pending_cap; i++) free(b.pending[i]);
+    free(b.pending);
+    for (size_t i = 0; i < b.n_done; i++) free(b.done[i].key);
+    free(b.done);
+    if (b.have_fmt) qlm_chat_fmt_free(&b.fmt);
+    free(b.fmt_error);
+    if (b.in && b.in != stdin) fclose(b.in);
+    if (b.o.output && b.out_fd >= 0) close(b.out_fd);
+    qlm_ctx_free(b.ctx);
+    qlm_model_free(b.m);
+    return rc;
 }

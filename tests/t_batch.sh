@@ -1,0 +1,140 @@
+#!/bin/sh
+# qlm batch: input order kept, resume after kill -9, malformed lines, and
+# a prompt's greedy result independent of what shares its batch.
+BUILD=${1:-build}
+QLM=${QLM:-./qlm}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+"$BUILD/tests/test_model" --write-tiny "$tmp/tiny.gguf" || { echo "FAIL batch_setup: cannot write tiny model"; exit 1; }
+M="$tmp/tiny.gguf"
+
+# Set to 1 once attention gives bit-identical results for a sequence
+# whether or not other sequences' cells are interleaved with its own (the
+# KV-cache work); until then a difference is reported as XFAIL, not hidden.
+KV_BITEXACT=0
+
+# gen FILE N TOKENS: N prompt lines; the earlier lines ask for more tokens,
+# so later ones finish first.
+gen() {
+    python3 - "$@" <<'EOF'
+import json, sys
+path, n, tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+words = ["hello", "the sky", "once upon", "abc", "1 2 3", "he he", "zzz", "fox", "lorem", "x y"]
+with open(path, "w") as f:
+    for i in range(n):
+        f.write(json.dumps({"id": f"p{i}", "prompt": words[i % 10] + " " + str(i),
+                            "n_predict": max(1, tokens - 3 * i)}) + "\n")
+EOF
+}
+
+# --- input order, with later lines finishing first ---
+gen "$tmp/in.jsonl" 12 40
+$QLM batch -m "$M" "$tmp/in.jsonl" --temp 0 --parallel 4 >"$tmp/out.jsonl" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ ! -s "$tmp/err" ] && python3 -c '
+import json, sys
+inp = [json.loads(l) for l in open(sys.argv[1])]
+out = [json.loads(l) for l in open(sys.argv[2])]
+assert [o["id"] for o in out] == [i["id"] for i in inp], [o["id"] for o in out]
+for i, o in zip(inp, out):
+    assert o["finish_reason"] in ("length", "eos"), o
+    assert o["tokens"]["generated"] <= i["n_predict"] and set(o) >= {"text", "tokens", "timings"}, o
+' "$tmp/in.jsonl" "$tmp/out.jsonl" 2>"$tmp/py"; then pass batch_order_preserved
+else fail batch_order_preserved "rc=$rc $(tail -1 "$tmp/py") $(head -2 "$tmp/err")"; fi
+
+# --- malformed lines: one stderr line each (with its line number) and an
+# error record in place; the other lines still run; exit status 2 ---
+python3 - "$tmp/bad.jsonl" <<'EOF'
+import json, sys
+lines = [json.dumps({"id": 1, "prompt": "hello", "n_predict": 3}),
+         '{"id": 2, "prompt": "unterminated',
+         '',
+         '[1, 2]',
+         json.dumps({"id": 3}),
+         json.dumps({"id": 4, "prompt": "x", "n_predict": "many"}),
+         json.dumps({"id": 5, "messages": [{"role": "user", "content": "hi"}]}),
+         json.dumps({"id": 6, "prompt": "fine", "n_predict": 2, "stop": ["zz"]}),
+         '\xff\xfe garbage']
+with open(sys.argv[1], "w", encoding="utf-8", errors="surrogateescape") as f:
+    f.write("\n".join(lines) + "\n")
+EOF
+$QLM batch -m "$M" "$tmp/bad.jsonl" --temp 0 >"$tmp/out.jsonl" 2>"$tmp/err"; rc=$?
+if [ $rc = 2 ] && [ "$(wc -l < "$tmp/err")" = 6 ] && [ "$(grep -c "^qlm: error: .*bad.jsonl:[0-9]*: " "$tmp/err")" = 6 ] && python3 -c '
+import json, sys
+out = [json.loads(l) for l in open(sys.argv[1])]
+assert len(out) == 8, len(out)                 # the blank line has no record
+assert [o.get("line") for o in out if "error" in o] == [2, 4, 5, 6, 7, 9], out
+assert "text" in out[0] and out[0]["id"] == 1 and "text" in out[6] and out[6]["id"] == 6, out
+assert out[1]["id"] is None and out[3]["id"] == 3, out
+' "$tmp/out.jsonl" 2>"$tmp/py"; then pass batch_malformed_lines
+else fail batch_malformed_lines "rc=$rc $(tail -1 "$tmp/py") $(head -8 "$tmp/err")"; fi
+
+# --- resume after kill -9: every id exactly once, in input order ---
+gen "$tmp/big.jsonl" 120 200
+$QLM batch -m "$M" "$tmp/big.jsonl" -o "$tmp/res.jsonl" --temp 0 --parallel 2 -t 1 2>/dev/null &
+pid=$!
+n=0
+while [ "$(wc -l < "$tmp/res.jsonl" 2>/dev/null || echo 0)" -lt 3 ] && [ $n -lt 1200 ] && kill -0 $pid 2>/dev/null; do
+    sleep 0.05; n=$((n + 1))
+done
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+before=$(wc -l < "$tmp/res.jsonl")
+# A kill can land mid-write: make sure a partial last line is there.
+printf '{"id":"p99","text":"half a li' >> "$tmp/res.jsonl"
+$QLM batch -m "$M" "$tmp/big.jsonl" -o "$tmp/res.jsonl" --temp 0 --parallel 4 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$before" -lt 120 ] && python3 -c '
+import json, sys
+inp = [json.loads(l)["id"] for l in open(sys.argv[1])]
+raw = open(sys.argv[2]).read()
+assert raw.endswith("\n"), "last line not whole"
+out = [json.loads(l)["id"] for l in raw.splitlines()]
+assert out == inp, (len(out), len(inp), [i for i in set(out) if out.count(i) > 1])
+' "$tmp/big.jsonl" "$tmp/res.jsonl" 2>"$tmp/py"; then pass batch_resume_after_kill
+else fail batch_resume_after_kill "rc=$rc lines before=$before $(tail -1 "$tmp/py") $(head -2 "$tmp/err")"; fi
+
+# Rerunning a finished output does nothing.
+cp "$tmp/res.jsonl" "$tmp/res0.jsonl"
+$QLM batch -m "$M" "$tmp/big.jsonl" -o "$tmp/res.jsonl" --resume --temp 0 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && cmp -s "$tmp/res.jsonl" "$tmp/res0.jsonl"; then pass batch_resume_complete_is_noop
+else fail batch_resume_complete_is_noop "rc=$rc $(head -2 "$tmp/err")"; fi
+
+# --- usage and load errors ---
+$QLM batch -m "$M" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ]; then pass batch_no_input_usage; else fail batch_no_input_usage "rc=$rc"; fi
+$QLM batch -m "$M" "$tmp/none.jsonl" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 2 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && [ ! -s "$tmp/out" ]; then pass batch_missing_input; else fail batch_missing_input "rc=$rc"; fi
+echo "not json" > "$tmp/notres.jsonl"
+$QLM batch -m "$M" "$tmp/in.jsonl" -o "$tmp/notres.jsonl" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 2 ] && [ "$(cat "$tmp/notres.jsonl")" = "not json" ]; then pass batch_refuses_foreign_output
+else fail batch_refuses_foreign_output "rc=$rc $(head -1 "$tmp/err")"; fi
+
+# --- greedy: a prompt alone, and in a batch of 8, and through qlm run ---
+gen "$tmp/eight.jsonl" 8 60
+$QLM batch -m "$M" "$tmp/eight.jsonl" --temp 0 --parallel 8 >"$tmp/b8.jsonl" 2>/dev/null
+ok=1; why=""
+for i in 1 4 8; do
+    sed -n "${i}p" "$tmp/eight.jsonl" > "$tmp/one.jsonl"
+    $QLM batch -m "$M" "$tmp/one.jsonl" --temp 0 --parallel 1 >"$tmp/b1.jsonl" 2>/dev/null
+    python3 -c '
+import json, sys
+a = json.loads(open(sys.argv[1]).read())
+b = [json.loads(l) for l in open(sys.argv[2])][int(sys.argv[3]) - 1]
+assert a["id"] == b["id"] and a["text"] == b["text"] and a["tokens"] == b["tokens"], (a, b)
+' "$tmp/b1.jsonl" "$tmp/b8.jsonl" $i 2>"$tmp/py" || { ok=0; why="line $i: $(tail -1 "$tmp/py")"; }
+done
+if [ $ok = 1 ]; then
+    [ $KV_BITEXACT = 1 ] && pass batch_alone_equals_batch_of_8 ||
+        pass "batch_alone_equals_batch_of_8 (XPASS: marked expected to fail until bit-exact attention across sequences lands; set KV_BITEXACT=1)"
+elif [ $KV_BITEXACT = 1 ]; then fail batch_alone_equals_batch_of_8 "$why"
+else echo "XFAIL batch_alone_equals_batch_of_8: expected failure until attention is bit-exact across interleaved sequences (KV-cache work): $why"; fi
+
+p=$(sed -n 1p "$tmp/eight.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["prompt"])')
+$QLM run -m "$M" -p "$p" -n 60 --temp 0 --json >"$tmp/run.json" 2>/dev/null
+if python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.loads(open(sys.argv[2]).readline())
+assert a["text"] == b["text"], (a["text"], b["text"])' "$tmp/run.json" "$tmp/b8.jsonl" 2>"$tmp/py"
+then pass batch_equals_run
+elif [ $KV_BITEXACT = 1 ]; then fail batch_equals_run "$(tail -1 "$tmp/py")"
+else echo "XFAIL batch_equals_run: expected failure until attention is bit-exact across interleaved sequences: $(tail -1 "$tmp/py")"; fi
+exit 0
