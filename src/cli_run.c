@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -60,8 +61,12 @@ static void run_usage(FILE *f)
         "  -m, --model FILE        GGUF model\n"
         "  -p, --prompt TEXT       prompt text\n"
         "  -f, --file FILE         read the prompt from FILE\n"
-        "                          (with neither, the prompt is standard input, read to EOF;\n"
-        "                          one trailing newline of a file or stdin is dropped)\n"
+        "                          With neither, the prompt is standard input, read to EOF.\n"
+        "                          With one, piped stdin (or a file redirected with <) is\n"
+        "                          added on a new line after it: cat notes | qlm run -p \"Summarise:\".\n"
+        "                          A terminal, /dev/null, or a file a `while read` loop is\n"
+        "                          reading, is never read (in a loop fed by a pipe, give qlm\n"
+        "                          </dev/null).  One trailing newline of a file or stdin is dropped.\n"
         "  -n, --n-predict N       tokens to generate (default -1: until end of text or context)\n"
         "  -c, --ctx-size N        context size in tokens (default min(4096, training context))\n"
         "  -t, --threads N         threads (default: physical cores)\n"
@@ -222,29 +227,65 @@ static int strip_newline(char *text, size_t *len)
     return 0;
 }
 
+/* Whether stdin should be read as (more of) the prompt.  Without -p/-f it
+ * is the prompt, unless it is a terminal: a script never waits at an
+ * interactive prompt.  With -p/-f it is added only when it was clearly
+ * meant as input: a pipe (`cat notes | qlm run -p "Summarise:"`) or a
+ * regular file redirected from its start (`< notes`).  A file already
+ * partly read by someone else is a `while read ...; done < list` loop's
+ * input and is left to the loop; a terminal, /dev/null or a closed stdin
+ * is never read. */
+static bool stdin_is_input(bool have_prompt)
+{
+    struct stat sb;
+    if (isatty(STDIN_FILENO) || fstat(STDIN_FILENO, &sb)) return false;
+    if (!have_prompt) return true;
+    if (S_ISFIFO(sb.st_mode)) return true;
+    return S_ISREG(sb.st_mode) && sb.st_size > 0 && lseek(STDIN_FILENO, 0, SEEK_CUR) == 0;
+}
+
+/* Appends stdin to the prompt, on a line of its own. */
+static int add_stdin(char **text, size_t *len)
+{
+    size_t n = 0;
+    char *in = slurp(stdin, &n);
+    if (!in) return qlm_cli_error(QLM_ELOAD, "cannot read the prompt from stdin: %s", strerror(errno));
+    strip_newline(in, &n);
+    if (n) {
+        const bool sep = *len && (*text)[*len - 1] != '\n';
+        char *t = realloc(*text, *len + sep + n + 1);
+        if (!t) { free(in); return qlm_cli_error(QLM_ERUNTIME, "out of memory"); }
+        if (sep) t[(*len)++] = '\n';
+        memcpy(t + *len, in, n);
+        *len += n;
+        *text = t;
+    }
+    free(in);
+    return 0;
+}
+
 static int read_prompt(const run_opts *o, char **text, size_t *len)
 {
     if (o->prompt) {
         *len = strlen(o->prompt);
         *text = strdup(o->prompt);
-        return *text ? 0 : qlm_cli_error(QLM_ERUNTIME, "out of memory");
-    }
-    if (o->prompt_file) {
+        if (!*text) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
+    } else if (o->prompt_file) {
         FILE *f = fopen(o->prompt_file, "rb");
         if (!f) return qlm_cli_error(QLM_ELOAD, "cannot read prompt file %s: %s", o->prompt_file, strerror(errno));
         *text = slurp(f, len);
         int e = errno;
         fclose(f);
-        return *text ? strip_newline(*text, len)
-                     : qlm_cli_error(QLM_ELOAD, "cannot read prompt file %s: %s", o->prompt_file, strerror(e));
-    }
-    /* A script never waits at an interactive prompt: with a terminal on
-     * stdin and no -p/-f there is nothing to read. */
-    if (isatty(STDIN_FILENO))
+        if (!*text) return qlm_cli_error(QLM_ELOAD, "cannot read prompt file %s: %s", o->prompt_file, strerror(e));
+        strip_newline(*text, len);
+    } else if (isatty(STDIN_FILENO)) {
         return qlm_cli_error(QLM_EUSAGE, "no prompt: use -p TEXT, -f FILE or pipe text on stdin");
-    *text = slurp(stdin, len);
-    return *text ? strip_newline(*text, len)
-                 : qlm_cli_error(QLM_ELOAD, "cannot read the prompt from stdin: %s", strerror(errno));
+    } else {
+        *text = slurp(stdin, len);
+        return *text ? strip_newline(*text, len)
+                     : qlm_cli_error(QLM_ELOAD, "cannot read the prompt from stdin: %s", strerror(errno));
+    }
+    return stdin_is_input(true) ? add_stdin(text, len) : 0;
 }
 
 /* Renders text as one user turn (after an optional system turn) through

@@ -93,6 +93,72 @@ $QLM run -m "$M" -p hi --chat --chat-template "$tmp/bad.jinja" >"$tmp/out" 2>"$t
 if [ $rc = 1 ] && grep -q '^qlm: error: .*need a system turn' "$tmp/err" && [ "$(wc -l < "$tmp/err")" = 1 ]; then pass run_chat_template_raises
 else fail run_chat_template_raises "rc=$rc $(head -2 "$tmp/err")"; fi
 
+# --- prompt from -p and stdin together ---
+printf 'file text\nsecond line\n' > "$tmp/notes.txt"
+cat "$tmp/notes.txt" | $QLM run -m "$M" -p "Summarise:" --dump-prompt >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(cat "$tmp/out")" = "$(printf 'Summarise:\nfile text\nsecond line')" ] && [ "$(tail -c 1 "$tmp/out" | od -An -c | tr -d ' ')" = e ]
+then pass run_p_plus_piped_stdin; else fail run_p_plus_piped_stdin "rc=$rc out=$(cat "$tmp/out")"; fi
+$QLM run -m "$M" -p "Summarise:" --dump-prompt <"$tmp/notes.txt" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(cat "$tmp/out")" = "$(printf 'Summarise:\nfile text\nsecond line')" ]
+then pass run_p_plus_redirected_file; else fail run_p_plus_redirected_file "rc=$rc out=$(cat "$tmp/out")"; fi
+$QLM run -m "$M" -f "$tmp/notes.txt" --dump-prompt </dev/null >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(cat "$tmp/out")" = "$(printf 'file text\nsecond line')" ]
+then pass run_f_with_dev_null; else fail run_f_with_dev_null "rc=$rc out=$(cat "$tmp/out")"; fi
+timeout 20 $QLM run -m "$M" -p "only this" --dump-prompt <&- >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(cat "$tmp/out")" = "only this" ]; then pass run_p_closed_stdin
+else fail run_p_closed_stdin "rc=$rc out=$(cat "$tmp/out") $(head -1 "$tmp/err")"; fi
+# A `while read` loop's input is the loop's, not qlm's.
+printf 'one\ntwo\nthree\n' > "$tmp/list"
+while read -r l; do timeout 20 $QLM run -m "$M" -p "$l" --dump-prompt; echo; done <"$tmp/list" >"$tmp/out" 2>"$tmp/err"
+if [ "$(cat "$tmp/out")" = "$(printf 'one\ntwo\nthree')" ]; then pass run_while_read_loop_keeps_stdin
+else fail run_while_read_loop_keeps_stdin "out=$(cat "$tmp/out" | tr '\n' '|')"; fi
+
+# --- stdout is exactly the generated text: no banner, no newline added ---
+$QLM run -m "$M" -p "hello" -n 12 --temp 0 >"$tmp/plain" 2>"$tmp/err"
+$QLM run -m "$M" -p "hello" -n 12 --temp 0 --json >"$tmp/json" 2>/dev/null
+if [ ! -s "$tmp/err" ] && python3 -c '
+import json, sys
+text = json.load(open(sys.argv[1]))["text"]
+raw = open(sys.argv[2], "rb").read()
+# --json writes each byte of an invalid UTF-8 sequence as U+FFFD
+out, i = "", 0
+while i < len(raw):
+    for n in (1, 2, 3, 4):
+        try:
+            out += raw[i:i + n].decode("utf-8"); i += n; break
+        except UnicodeDecodeError:
+            pass
+    else:
+        out += "\ufffd"; i += 1
+assert out == text and len(raw) > 0, (raw, text)' "$tmp/json" "$tmp/plain" 2>"$tmp/py"
+then pass run_stdout_exact; else fail run_stdout_exact "$(tail -1 "$tmp/py") $(head -1 "$tmp/err")"; fi
+
+# --- exit codes: write failure 3, reader gone 0, SIGINT 130 ---
+$QLM run -m "$M" -p hello -n 8 >/dev/full 2>"$tmp/err"; rc=$?
+if [ $rc = 3 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^qlm: error: writing the output' "$tmp/err"; then pass run_write_error_exit_3
+else fail run_write_error_exit_3 "rc=$rc $(head -2 "$tmp/err")"; fi
+$QLM run -m "$M" -p hello -n 2000 -c 4096 --temp 0 2>"$tmp/err" | head -c 1 >/dev/null
+if [ ! -s "$tmp/err" ]; then pass run_broken_pipe_quiet; else fail run_broken_pipe_quiet "$(head -2 "$tmp/err")"; fi
+$QLM run -m "$M" -p hello -n 1000000 -c 65536 --temp 0 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+n=0; while [ ! -s "$tmp/out" ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+kill -INT $pid; wait $pid; rc=$?
+if [ $rc = 130 ] && [ -s "$tmp/out" ]; then pass run_sigint_exit_130; else fail run_sigint_exit_130 "rc=$rc"; fi
+
+# --- a terminal on stdin: with -p it is ignored, without it is refused;
+# neither waits (tmux gives qlm a real terminal) ---
+if command -v tmux >/dev/null; then
+    S="$tmp/tmux.sock"
+    Qabs=$QLM; case "$Qabs" in /*) ;; *) Qabs="$(pwd)/$Qabs" ;; esac
+    tmux -S "$S" -f /dev/null new-session -d -x 120 -y 20 \
+        "$Qabs run -m $M -p hi -n 4 --temp 0 >/dev/null 2>&1; echo __P=\$?; $Qabs run -m $M -n 4 2>&1; echo __NOP=\$?; sleep 600"
+    n=0; while [ $n -lt 600 ] && ! tmux -S "$S" capture-pane -p | grep -q '^__NOP='; do sleep 0.1; n=$((n + 1)); done
+    pane=$(tmux -S "$S" capture-pane -p)
+    tmux -S "$S" kill-server 2>/dev/null
+    if echo "$pane" | grep -q '^__P=0' && echo "$pane" | grep -q '^__NOP=1' && echo "$pane" | grep -q 'qlm: error: no prompt'
+    then pass run_terminal_stdin_never_waits; else fail run_terminal_stdin_never_waits "$(echo "$pane" | grep -v '^$' | tail -3)"; fi
+else fail run_terminal_stdin_never_waits "tmux is not installed"; fi
+
 $QLM nonsense >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect_error unknown_command 1
 exit 0
