@@ -268,7 +268,7 @@ static int open_output(batch *b)
         return qlm_cli_error(QLM_ERUNTIME, "cannot truncate %s: %s", b->o.output, strerror(errno));
     /* Sort and fold repeats into counts: an id given twice in the input
      * is done twice. */
-    qsort(b->done, b->n_done, sizeof *b->done, key_cmp);
+    if (b->n_done) qsort(b->done, b->n_done, sizeof *b->done, key_cmp);
     size_t k = 0;
     for (size_t i = 0; i < b->n_done; i++) {
         if (k && !strcmp(b->done[k - 1].key, b->done[i].key)) {

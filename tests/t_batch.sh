@@ -74,7 +74,7 @@ gen "$tmp/big.jsonl" 120 200
 $QLM batch -m "$M" "$tmp/big.jsonl" -o "$tmp/res.jsonl" --temp 0 --parallel 2 -t 1 2>/dev/null &
 pid=$!
 n=0
-while [ "$(wc -l < "$tmp/res.jsonl" 2>/dev/null || echo 0)" -lt 3 ] && [ $n -lt 1200 ] && kill -0 $pid 2>/dev/null; do
+while [ "$(cat "$tmp/res.jsonl" 2>/dev/null | wc -l)" -lt 3 ] && [ $n -lt 1200 ] && kill -0 $pid 2>/dev/null; do
     sleep 0.05; n=$((n + 1))
 done
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
@@ -137,4 +137,29 @@ assert a["text"] == b["text"], (a["text"], b["text"])' "$tmp/run.json" "$tmp/b8.
 then pass batch_equals_run
 elif [ $KV_BITEXACT = 1 ]; then fail batch_equals_run "$(tail -1 "$tmp/py")"
 else echo "XFAIL batch_equals_run: expected failure until attention is bit-exact across interleaved sequences: $(tail -1 "$tmp/py")"; fi
+
+# --- the same on the default model (make conformance): 8 chat prompts,
+# each alone and all 8 together, greedy ---
+DM=models/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ "${QLM_CONFORMANCE:-0}" = 1 ] && [ -f "$DM" ]; then
+    python3 - "$tmp/sm.jsonl" <<'EOF'
+import json, sys
+qs = ["Write a poem about the sea.", "Explain photosynthesis.", "What is a black hole?",
+      "Tell me a story about a dragon.", "How do computers work?", "Describe Paris.",
+      "Why do cats purr?", "What is the meaning of life?"]
+with open(sys.argv[1], "w") as f:
+    for i, q in enumerate(qs):
+        f.write(json.dumps({"id": i, "messages": [{"role": "user", "content": q}], "n_predict": 48}) + "\n")
+EOF
+    $QLM batch -m "$DM" "$tmp/sm.jsonl" --temp 0 --parallel 8 -c 512 >"$tmp/sm8.jsonl" 2>/dev/null
+    $QLM batch -m "$DM" "$tmp/sm.jsonl" --temp 0 --parallel 1 -c 512 >"$tmp/sm1.jsonl" 2>/dev/null
+    same=$(python3 -c '
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]; b = [json.loads(l) for l in open(sys.argv[2])]
+print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) if len(a) == len(b) == 8 else -1)
+' "$tmp/sm1.jsonl" "$tmp/sm8.jsonl")
+    if [ "$same" = 8 ]; then pass batch_default_model_alone_equals_batch_of_8
+    elif [ $KV_BITEXACT = 1 ]; then fail batch_default_model_alone_equals_batch_of_8 "$same of 8 identical"
+    else echo "XFAIL batch_default_model_alone_equals_batch_of_8: $same of 8 prompts identical; expected until attention is bit-exact across interleaved sequences"; fi
+fi
 exit 0
