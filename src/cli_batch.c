@@ -47,6 +47,7 @@ typedef struct batch_opts {
     const char *stops[MAX_STOPS];
     int n_stops;
     bool verbose;
+    int load_mode;  /* gguf_load_mode, -1: default */
 } batch_opts;
 
 /* One input line, parsed. */
@@ -136,6 +137,7 @@ static void batch_usage(FILE *f)
         "                          (as for qlm run; the default temperature is 0.8)\n"
         "      --stop STR          default stop string (repeatable)\n"
         "      --chat-template F   template for \"messages\" lines instead of the model's\n"
+        QLM_CLI_LOAD_HELP
         "  -v, --verbose           log loading and a summary to stderr\n"
         "\n"
         "A progress bar is drawn on stderr when it is a terminal.  Exit status: 0 ok,\n"
@@ -146,7 +148,7 @@ static void batch_usage(FILE *f)
 
 static int parse_args(int argc, char **argv, batch_opts *o)
 {
-    *o = (batch_opts){.parallel = 4, .n_predict = -1, .sp = qlm_sampler_defaults()};
+    *o = (batch_opts){.parallel = 4, .n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1};
     bool resume = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -154,6 +156,8 @@ static int parse_args(int argc, char **argv, batch_opts *o)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { batch_usage(stdout); return -1; }
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = true; continue; }
         if (!strcmp(a, "--resume")) { resume = true; continue; }
+        const int lf = qlm_cli_load_flag(a, &o->load_mode);
+        if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
         if (a[0] != '-' || !strcmp(a, "-")) {
             if (o->input) return qlm_cli_error(QLM_EUSAGE, "one input file only ('%s' and '%s')", o->input, a);
             o->input = a;
@@ -714,7 +718,7 @@ int qlm_cmd_batch(int argc, char **argv)
     else if (!(b.in = fopen(b.o.input, "r"))) return qlm_cli_error(QLM_ELOAD, "cannot read %s: %s", b.o.input, strerror(errno));
     if (b.o.output && (rc = open_output(&b))) goto done;
     double t0 = qlm_now_ms();
-    if ((rc = qlm_model_load(&b.m, b.o.model, &err))) goto fail;
+    if ((rc = qlm_model_load_mode(&b.m, b.o.model, b.o.load_mode < 0 ? GGUF_LOAD_MMAP : (gguf_load_mode)b.o.load_mode, &err))) goto fail;
     b.slot_ctx = b.o.n_ctx > 0 ? b.o.n_ctx : (b.m->hp.n_ctx_train < 4096 ? b.m->hp.n_ctx_train : 4096);
     if ((long long)b.slot_ctx * b.o.parallel > (1 << 24)) {
         rc = qlm_fail(&err, QLM_EUSAGE, "-c %d times --parallel %d is too large a cache", b.slot_ctx, b.o.parallel);

@@ -38,6 +38,7 @@ static void on_sigint(int sig)
 typedef struct chat_opts {
     const char *model, *system, *chat_template, *load, *history;
     bool no_history, verbose;
+    int load_mode;  /* gguf_load_mode, -1: default */
     int n_predict, n_ctx, n_threads, n_batch;
     qlm_sampler_params sp;
 } chat_opts;
@@ -86,6 +87,7 @@ static void chat_usage(FILE *f)
         "      --temp X            temperature (default 0.8; 0 = greedy)\n"
         "      --top-k N, --top-p X, --min-p X, --repeat-penalty X, --repeat-last-n N\n"
         "                          as for qlm run\n"
+        QLM_CLI_LOAD_HELP
         "  -v, --verbose           after each reply: tokens reused from the cache, timings\n"
         "\n"
         "In the chat: /help lists the commands; a line \"\"\" starts a multi-line message\n"
@@ -96,13 +98,15 @@ static void chat_usage(FILE *f)
 
 static int parse_args(int argc, char **argv, chat_opts *o)
 {
-    *o = (chat_opts){.n_predict = -1, .sp = qlm_sampler_defaults()};
+    *o = (chat_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long l;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { chat_usage(stdout); return -1; }
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = true; continue; }
         if (!strcmp(a, "--no-history")) { o->no_history = true; continue; }
+        const int lf = qlm_cli_load_flag(a, &o->load_mode);
+        if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm chat --help)", a);
         const int sf = qlm_cli_sampler_flag(a, v, &o->sp);
@@ -586,7 +590,7 @@ int qlm_cmd_chat(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     c.logs = c.o.verbose || isatty(STDERR_FILENO);
     qlm_err err = {0};
-    if ((rc = qlm_model_load(&c.m, c.o.model, &err))) goto fail;
+    if ((rc = qlm_model_load_mode(&c.m, c.o.model, c.o.load_mode < 0 ? GGUF_LOAD_MMAP : (gguf_load_mode)c.o.load_mode, &err))) goto fail;
     qlm_ctx_params cp = {.n_ctx = c.o.n_ctx, .n_batch = c.o.n_batch, .n_threads = c.o.n_threads};
     if ((rc = qlm_ctx_new(&c.ctx, c.m, &cp, &err))) goto fail;
     if ((rc = qlm_chat_fmt_init(&c.fmt, c.m, c.o.chat_template, &err))) goto fail;
