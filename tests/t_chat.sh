@@ -152,4 +152,24 @@ if grep -qx 'hello world!' "$tmp/.local/state/qlm/chat_history" && grep -qx 'lin
 then pass chat_tty_history_file; else fail chat_tty_history_file "$(head -5 "$tmp/.local/state/qlm/chat_history" 2>&1)"; fi
 keys ed '/exit' Enter
 if wait_for ed '^__EXIT=0'; then pass chat_tty_exit_command; else fail chat_tty_exit_command "$(pane ed | tail -3)"; fi
+
+# --- the default model (make conformance): two turns in the terminal; the
+# second decodes only the new text, the first exchange (all but the reply's
+# last token, which was sampled but never decoded) comes from the cache ---
+DM=$(pwd)/models/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ "${QLM_CONFORMANCE:-0}" = 1 ] && [ -f "$DM" ]; then
+    tm new-session -d -s sm -x 160 -y 50 \
+        "env HOME=$tmp $QLM chat -m $DM --temp 0 -v -n 32 -c 1024 --no-history; echo __EXIT=\$?; sleep 600"
+    if wait_for sm '^>>> ' && keys sm 'What is the capital of France?' Enter && wait_for sm 'stop: ' 1 &&
+       keys sm 'And of Germany?' Enter && wait_for sm 'stop: ' 2; then
+        first=$(pane sm | sed -n 's/.*prompt \([0-9]*\) tokens:.*generated \([0-9]*\) tokens.*/\1 \2/p' | head -1)
+        second=$(pane sm | sed -n 's/.*prompt \([0-9]*\) tokens: \([0-9]*\) reused.*/\1 \2/p' | sed -n 2p)
+        if [ -n "$first" ] && [ -n "$second" ] && python3 -c '
+import sys
+p1, g1, p2, r2 = map(int, sys.argv[1:5])
+assert r2 >= p1 + g1 - 1 and p2 > r2, (p1, g1, p2, r2)' $first $second 2>"$tmp/py"; then pass chat_default_model_reuses_turns
+        else fail chat_default_model_reuses_turns "turn 1 (prompt, generated): $first; turn 2 (prompt, reused): $second"; fi
+    else fail chat_default_model_reuses_turns "$(pane sm | tail -4)"; fi
+    keys sm C-d
+fi
 exit 0
