@@ -75,7 +75,19 @@ typedef struct slot {
     char *text;             /* released text */
     size_t len, cap;
     double t_start, prompt_ms;
+    int cached;             /* prompt tokens taken from the cache */
+    /* The prompt whose cells this sequence holds (kept after the line
+     * finishes, until the slot takes another): the prefixes others share. */
+    int32_t *kv_toks;
+    int n_kv_toks;
 } slot;
+
+/* Prompts are prefilled in blocks of this many tokens at block-aligned
+ * positions, and whole blocks are what sequences share: a prompt's
+ * arithmetic is then the same whether its first blocks were computed by
+ * itself or by another sequence with the same prefix (a common system
+ * prompt), so sharing never changes a result. */
+#define PREFIX_BLOCK 16
 
 typedef struct resume_key {
     char *key;
@@ -104,7 +116,7 @@ typedef struct batch {
     /* progress */
     bool progress;
     long total, finished, skipped, errors;
-    long long gen_tokens;
+    long long gen_tokens, cached_tokens;
     double t0, last_draw;
 } batch;
 
@@ -529,9 +541,9 @@ static char *result_record(const slot *s, const char *finish)
     const double gen_ms = qlm_now_ms() - s->t_start - s->prompt_ms;
     fprintf(f, "{\"id\":%s,\"text\":", s->j.id);
     qlm_json_str(f, s->text ? s->text : "", s->len);
-    fprintf(f, ",\"finish_reason\":\"%s\",\"tokens\":{\"prompt\":%d,\"generated\":%d},"
+    fprintf(f, ",\"finish_reason\":\"%s\",\"tokens\":{\"prompt\":%d,\"cached\":%d,\"generated\":%d},"
             "\"timings\":{\"prompt_ms\":%.3f,\"generate_ms\":%.3f}}\n",
-            finish, s->j.n_ids, s->n_gen, s->prompt_ms, gen_ms);
+            finish, s->j.n_ids, s->cached, s->n_gen, s->prompt_ms, gen_ms);
     if (fclose(f)) { free(buf); return NULL; }
     return buf;
 }
@@ -560,12 +572,19 @@ static int finish(batch *b, slot *s, int seq, const char *reason)
     }
     int rc = put_result(b, s->j.order, result_record(s, reason));
     b->gen_tokens += s->n_gen;
-    qlm_kv_seq_rm(qlm_ctx_kv(b->ctx), seq, 0, -1);
+    b->cached_tokens += s->cached;
+    /* The generated tokens' cells go; the prompt's stay for sharing. */
+    qlm_kv_seq_rm(qlm_ctx_kv(b->ctx), seq, s->n_kv_toks, -1);
     qlm_sampler_free(s->smp);
     qlm_stopper_free(&s->stop);
+    s->j.ids = NULL;   /* owned by kv_toks */
     job_free(&s->j);
     free(s->text);
+    int32_t *kv_toks = s->kv_toks;
+    const int n_kv_toks = s->n_kv_toks;
     memset(s, 0, sizeof *s);
+    s->kv_toks = kv_toks;
+    s->n_kv_toks = n_kv_toks;
     return rc;
 }
 
@@ -598,23 +617,53 @@ static int advance(batch *b, slot *s, int seq, const float *logits)
     return 0;
 }
 
-/* Puts j in slot s: its prompt is decoded on its own (as it would be
- * alone), and its first token sampled. */
+static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb)
+{
+    int k = 0;
+    while (k < na && k < nb && a[k] == b[k]) k++;
+    return k;
+}
+
+/* Puts j in slot s (sequence seq) and samples its first token.  The whole
+ * blocks of its prompt that some sequence already holds (itself, from its
+ * last line, or another slot) are shared through the cache; the rest is
+ * decoded on its own, block by block, as it would be alone. */
 static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
 {
     qlm_err err = {0};
+    int32_t *kv_toks = s->kv_toks;
+    const int n_kv_toks = s->n_kv_toks;
     memset(s, 0, sizeof *s);
     s->j = *j;
     memset(j, 0, sizeof *j);
     s->busy = true;
     s->t_start = qlm_now_ms();
+    const int n = s->j.n_ids, nb = qlm_ctx_n_batch(b->ctx);
+    const int blk = nb < PREFIX_BLOCK ? nb : PREFIX_BLOCK;
+    /* the longest held prefix, own first */
+    int best = common_prefix(kv_toks, n_kv_toks, s->j.ids, n), src = seq;
+    for (int o = 0; o < b->o.parallel; o++) {
+        if (o == seq) continue;
+        const int l = common_prefix(b->slots[o].kv_toks, b->slots[o].n_kv_toks, s->j.ids, n);
+        if (l > best) { best = l; src = o; }
+    }
+    const int keep = (best < n ? best : n - 1) / blk * blk;
+    qlm_kv *kv = qlm_ctx_kv(b->ctx);
+    if (src == seq) qlm_kv_seq_rm(kv, seq, keep, -1);
+    else {
+        qlm_kv_seq_rm(kv, seq, 0, -1);
+        qlm_kv_seq_cp(kv, src, seq, 0, keep);
+    }
+    free(kv_toks);
+    s->kv_toks = s->j.ids;   /* the slot owns the prompt from here on */
+    s->n_kv_toks = n;
+    s->cached = keep;
     if (!(s->smp = qlm_sampler_new(&s->j.sp, b->m->hp.n_vocab))) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
     qlm_stopper_init(&s->stop, (const char *const *)s->j.stops, s->j.n_stops);
-    const int step = qlm_ctx_n_batch(b->ctx), n = s->j.n_ids;
     for (int i = 0; i < n; i++) qlm_sampler_accept(s->smp, s->j.ids[i]);
-    for (int off = 0; off < n; off += step) {
+    for (int off = keep; off < n; off += blk) {
         pb->n = 0;
-        for (int i = off; i < n && i < off + step; i++) qlm_batch_add(pb, s->j.ids[i], i, seq, i == n - 1);
+        for (int i = off; i < n && i < off + blk; i++) qlm_batch_add(pb, s->j.ids[i], i, seq, i == n - 1);
         if (qlm_decode(b->ctx, pb, &err)) return qlm_cli_report(&err);
     }
     s->prompt_ms = qlm_now_ms() - s->t_start;
@@ -745,9 +794,9 @@ int qlm_cmd_batch(int argc, char **argv)
     draw_progress(&b, true);
     if (logs) {
         const double secs = (qlm_now_ms() - b.t0) / 1e3;
-        fprintf(stderr, "qlm: %ld lines written (%ld with errors), %ld already done; %lld tokens generated "
-                "in %.1f s (%.1f t/s)\n", b.finished, b.errors, b.skipped, b.gen_tokens, secs,
-                secs > 0 ? b.gen_tokens / secs : 0.0);
+        fprintf(stderr, "qlm: %ld lines written (%ld with errors), %ld already done; %lld prompt tokens "
+                "shared from the cache; %lld tokens generated in %.1f s (%.1f t/s)\n", b.finished, b.errors,
+                b.skipped, b.cached_tokens, b.gen_tokens, secs, secs > 0 ? b.gen_tokens / secs : 0.0);
     }
     if (!rc && interrupted) rc = QLM_EINTR;
     if (!rc && b.errors) rc = QLM_ELOAD;
@@ -760,9 +809,11 @@ done:
             if (b.slots[i].busy) {
                 qlm_sampler_free(b.slots[i].smp);
                 qlm_stopper_free(&b.slots[i].stop);
+                b.slots[i].j.ids = NULL;   /* owned by kv_toks */
                 job_free(&b.slots[i].j);
                 free(b.slots[i].text);
             }
+    for (int i = 0; b.slots && i < b.o.parallel; i++) free(b.slots[i].kv_toks);
     free(b.slots);
     for (long i = 0; i < b.pending_cap; i++) free(b.pending[i]);
     free(b.pending);

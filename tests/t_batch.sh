@@ -108,6 +108,28 @@ $QLM batch -m "$M" "$tmp/in.jsonl" -o "$tmp/notres.jsonl" >"$tmp/out" 2>"$tmp/er
 if [ $rc = 2 ] && [ "$(cat "$tmp/notres.jsonl")" = "not json" ]; then pass batch_refuses_foreign_output
 else fail batch_refuses_foreign_output "rc=$rc $(head -1 "$tmp/err")"; fi
 
+# --- a shared prompt prefix is computed once and changes no result: one
+# slot, so the lines share the previous line's cells (no interleaving) ---
+python3 - "$tmp/pre.jsonl" <<'EOF'
+import json, sys
+pre = "You are a careful assistant. Answer briefly, and say so when unsure. "
+with open(sys.argv[1], "w") as f:
+    for i, q in enumerate(["hello", "the sky", "why?", "abc def", "1 2 3"]):
+        f.write(json.dumps({"id": i, "prompt": pre + q, "n_predict": 30}) + "\n")
+EOF
+$QLM batch -m "$M" "$tmp/pre.jsonl" --temp 0 --parallel 1 >"$tmp/pre.out" 2>"$tmp/err"; rc=$?
+ok=$rc; why="rc=$rc $(head -1 "$tmp/err")"
+for i in 1 2 3 4 5; do
+    sed -n "${i}p" "$tmp/pre.jsonl" > "$tmp/one.jsonl"
+    $QLM batch -m "$M" "$tmp/one.jsonl" --temp 0 >"$tmp/one.out" 2>/dev/null
+    python3 -c '
+import json, sys
+a = json.loads(open(sys.argv[1]).read()); b = [json.loads(l) for l in open(sys.argv[2])][int(sys.argv[3]) - 1]
+assert a["tokens"]["cached"] == 0 and (b["tokens"]["cached"] >= 48 or sys.argv[3] == "1"), (a["tokens"], b["tokens"])
+assert a["text"] == b["text"], (a["text"], b["text"])' "$tmp/one.out" "$tmp/pre.out" $i 2>"$tmp/py" || { ok=1; why="line $i: $(tail -1 "$tmp/py")"; }
+done
+if [ $ok = 0 ]; then pass batch_shared_prefix_same_results; else fail batch_shared_prefix_same_results "$why"; fi
+
 # --- greedy: a prompt alone, and in a batch of 8, and through qlm run ---
 gen "$tmp/eight.jsonl" 8 60
 $QLM batch -m "$M" "$tmp/eight.jsonl" --temp 0 --parallel 8 >"$tmp/b8.jsonl" 2>/dev/null
