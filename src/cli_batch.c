@@ -82,12 +82,14 @@ typedef struct slot {
     int n_kv_toks;
 } slot;
 
-/* Prompts are prefilled in blocks of this many tokens at block-aligned
- * positions, and whole blocks are what sequences share: a prompt's
- * arithmetic is then the same whether its first blocks were computed by
- * itself or by another sequence with the same prefix (a common system
- * prompt), so sharing never changes a result. */
-#define PREFIX_BLOCK 16
+/* A shared prefix is a multiple of this many tokens (the token groups of
+ * the repacked Q4_0 matmul), and the rest of a prompt is decoded in chunks
+ * that end where a whole prompt's chunks end (multiples of n_batch), with
+ * at least two tokens in the last: each token then meets the same
+ * arithmetic whether the prefix was computed by this sequence or by
+ * another one with the same prefix (a common system prompt), so sharing
+ * never changes a result. */
+#define PREFIX_ALIGN 4
 
 typedef struct resume_key {
     char *key;
@@ -624,10 +626,10 @@ static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb)
     return k;
 }
 
-/* Puts j in slot s (sequence seq) and samples its first token.  The whole
- * blocks of its prompt that some sequence already holds (itself, from its
- * last line, or another slot) are shared through the cache; the rest is
- * decoded on its own, block by block, as it would be alone. */
+/* Puts j in slot s (sequence seq) and samples its first token.  The
+ * longest prefix of its prompt that some sequence already holds (itself,
+ * from its last line, or another slot) is shared through the cache; the
+ * rest is decoded on its own, as it would be alone. */
 static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
 {
     qlm_err err = {0};
@@ -639,7 +641,7 @@ static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
     s->busy = true;
     s->t_start = qlm_now_ms();
     const int n = s->j.n_ids, nb = qlm_ctx_n_batch(b->ctx);
-    const int blk = nb < PREFIX_BLOCK ? nb : PREFIX_BLOCK;
+    const int align = nb % PREFIX_ALIGN ? nb : PREFIX_ALIGN;
     /* the longest held prefix, own first */
     int best = common_prefix(kv_toks, n_kv_toks, s->j.ids, n), src = seq;
     for (int o = 0; o < b->o.parallel; o++) {
@@ -647,7 +649,8 @@ static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
         const int l = common_prefix(b->slots[o].kv_toks, b->slots[o].n_kv_toks, s->j.ids, n);
         if (l > best) { best = l; src = o; }
     }
-    const int keep = (best < n ? best : n - 1) / blk * blk;
+    int keep = best < n - 2 ? best : n - 2;
+    keep = keep > 0 ? keep / align * align : 0;
     qlm_kv *kv = qlm_ctx_kv(b->ctx);
     if (src == seq) qlm_kv_seq_rm(kv, seq, keep, -1);
     else {
@@ -661,9 +664,9 @@ static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
     if (!(s->smp = qlm_sampler_new(&s->j.sp, b->m->hp.n_vocab))) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
     qlm_stopper_init(&s->stop, (const char *const *)s->j.stops, s->j.n_stops);
     for (int i = 0; i < n; i++) qlm_sampler_accept(s->smp, s->j.ids[i]);
-    for (int off = keep; off < n; off += blk) {
+    for (int off = keep; off < n; off = (off / nb + 1) * nb) {
         pb->n = 0;
-        for (int i = off; i < n && i < off + blk; i++) qlm_batch_add(pb, s->j.ids[i], i, seq, i == n - 1);
+        for (int i = off; i < n && i < (off / nb + 1) * nb; i++) qlm_batch_add(pb, s->j.ids[i], i, seq, i == n - 1);
         if (qlm_decode(b->ctx, pb, &err)) return qlm_cli_report(&err);
     }
     s->prompt_ms = qlm_now_ms() - s->t_start;
