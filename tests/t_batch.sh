@@ -42,6 +42,20 @@ for i, o in zip(inp, out):
 ' "$tmp/in.jsonl" "$tmp/out.jsonl" 2>"$tmp/py"; then pass batch_order_preserved
 else fail batch_order_preserved "rc=$rc $(tail -1 "$tmp/py") $(head -2 "$tmp/err")"; fi
 
+# --- progress bar: on a terminal only (the runs above had stderr in a file
+# and it stayed empty); tmux gives stderr a terminal ---
+if command -v tmux >/dev/null; then
+    S="$tmp/tmux.sock"
+    Qabs=$QLM; case "$Qabs" in /*) ;; *) Qabs="$(pwd)/$Qabs" ;; esac
+    tmux -S "$S" -f /dev/null new-session -d -x 120 -y 20 \
+        "$Qabs batch -m $M $tmp/in.jsonl --temp 0 -o $tmp/tty.jsonl; echo __EXIT=\$?; sleep 600"
+    n=0; while [ $n -lt 600 ] && ! tmux -S "$S" capture-pane -p | grep -q '^__EXIT='; do sleep 0.1; n=$((n + 1)); done
+    pane=$(tmux -S "$S" capture-pane -p)
+    tmux -S "$S" kill-server 2>/dev/null
+    if echo "$pane" | grep -q '^__EXIT=0' && echo "$pane" | grep -qE '^\[#+\] 12/12 .*tok/s' && [ "$(wc -l < "$tmp/tty.jsonl")" = 12 ]
+    then pass batch_progress_bar_on_terminal; else fail batch_progress_bar_on_terminal "$(echo "$pane" | grep -v '^$' | tail -3)"; fi
+else fail batch_progress_bar_on_terminal "tmux is not installed"; fi
+
 # --- malformed lines: one stderr line each (with its line number) and an
 # error record in place; the other lines still run; exit status 2 ---
 python3 - "$tmp/bad.jsonl" <<'EOF'
