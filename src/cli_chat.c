@@ -286,6 +286,10 @@ static int turn(chat *c, const char *text, size_t len)
     c->reply_len = 0;
     c->n_gen = 0;
     interrupted = 0;
+    /* A long read (a big paste, a loaded transcript) says so: otherwise
+     * the terminal looks stuck, and Ctrl-C works here too. */
+    if (c->logs && (int)n_ids - keep > 1024)
+        fprintf(stderr, "(reading %d tokens; Ctrl-C stops)\n", (int)n_ids - keep);
     qlm_gen_stats st;
     const qlm_gen_opts go = {.n_past = keep, .n_predict = c->o.n_predict, .cancel = cancel_cb};
     rc = qlm_generate_ex(c->ctx, c->m, ids, (int)n_ids, &go, c->smp, on_token, c, &st, &err);

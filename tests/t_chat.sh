@@ -130,6 +130,20 @@ if wait_for cc2 '^>>> ' && keys cc2 'hi' Enter && reply_started cc2 hi && keys c
    wait_for cc2 'stop: interrupted' && wait_for cc2 '^>>> ' 2 && keys cc2 C-c && wait_for cc2 '^__EXIT=0'
 then pass chat_tty_ctrl_c_after_stop_exits; else fail chat_tty_ctrl_c_after_stop_exits "$(pane cc2 | tail -3)"; fi
 
+# Ctrl-C while a long prompt is being read (a loaded transcript of 30000
+# tokens): the read stops, the message is dropped, the chat goes on.
+python3 -c '
+import json, sys
+json.dump({"messages": [{"role": "user", "content": "he " * 15000}, {"role": "assistant", "content": "ok"}]},
+          open(sys.argv[1], "w"))' "$tmp/big.json"
+start pp -n 4 -c 65536 --no-history --load "$tmp/big.json"
+if wait_for pp '^>>> ' && keys pp 'hello' Enter && wait_for pp 'reading [0-9]* tokens' && keys pp C-c &&
+   wait_for pp '\(stopped\)' && wait_for pp '^>>> ' 2 && keys pp "/save $tmp/pp.json" Enter &&
+   saved "$tmp/pp.json" 'assert [x["role"] for x in m] == ["user", "assistant"] and m[1]["content"] == "ok", m' &&
+   ! pane pp | grep -q 'reused from the cache'
+then pass chat_tty_ctrl_c_during_prompt; else fail chat_tty_ctrl_c_during_prompt "$(tail -1 "$tmp/py") $(pane pp | tail -4)"; fi
+keys pp C-d
+
 # /reset, line editing, history recall, a """ block and a bracketed paste.
 start ed -n 4
 ok=1
