@@ -265,9 +265,26 @@ static int turn(chat *c, const char *text, size_t len)
     size_t n_ids = 0;
     int rc = qlm_chat_fmt_tokens(&c->fmt, c->msgs, c->n_msgs, true, &ids, &n_ids, &err);
     const int n_ctx = qlm_ctx_n_ctx(c->ctx);
+    /* A conversation that outgrows the context loses its oldest exchanges
+     * (the system message stays), leaving room for a reply. */
+    const int room = c->o.n_predict > 0 && c->o.n_predict < n_ctx / 2 ? c->o.n_predict : n_ctx / 4;
+    const size_t first = has_system(c) ? 1 : 0;
+    int dropped = 0;
+    while (!rc && (int)n_ids > n_ctx - room && c->n_msgs - first > 1) {
+        size_t k = c->n_msgs - first > 2 && !strcmp(c->msgs[first + 1].role, "assistant") ? 2 : 1;
+        for (size_t i = 0; i < k; i++) msg_free(&c->msgs[first + i]);
+        memmove(c->msgs + first, c->msgs + first + k, (c->n_msgs - first - k) * sizeof *c->msgs);
+        c->n_msgs -= k;
+        dropped += (int)k;
+        free(ids);
+        ids = NULL;
+        rc = qlm_chat_fmt_tokens(&c->fmt, c->msgs, c->n_msgs, true, &ids, &n_ids, &err);
+    }
+    if (dropped && c->logs)
+        fprintf(stderr, "(the %d oldest messages were dropped to fit the %d-token context)\n", dropped, n_ctx);
     if (!rc && (int)n_ids >= n_ctx)
-        rc = qlm_fail(&err, QLM_ELOAD, "the conversation is %zu tokens but the context holds %d "
-                      "(/reset to start over, or raise -c)", n_ids, n_ctx);
+        rc = qlm_fail(&err, QLM_ELOAD, "the message is %zu tokens but the context holds %d "
+                      "(raise -c)", n_ids, n_ctx);
     if (rc) {
         msgs_clear(c, c->n_msgs - 1);
         free(ids);

@@ -45,6 +45,18 @@ printf '/load %s\nonce more\n' "$tmp/p.json" | $CHAT -n 4 >"$tmp/out" 2>"$tmp/er
 if [ $rc = 0 ] && grep -q 'loaded 4 messages' "$tmp/err" && grep -q 'reused from the cache' "$tmp/err"; then pass chat_load_resumes
 else fail chat_load_resumes "rc=$rc $(head -3 "$tmp/err")"; fi
 
+# A conversation longer than the context drops its oldest exchanges (the
+# system message stays, and stays reused from the cache) and goes on.
+printf 'first message here\nsecond message is here\nthird message comes now\nfourth one\n/save %s\n' "$tmp/sw.json" |
+    $CHAT -c 128 -n 16 --system "be brief" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(grep -c 'reused from the cache' "$tmp/err")" = 4 ] && grep -q 'oldest messages were dropped' "$tmp/err" &&
+   ! grep -q 'error' "$tmp/err" && python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["messages"]
+assert m[0] == {"role": "system", "content": "be brief"} and m[-2]["content"] == "fourth one" and len(m) < 9, m
+' "$tmp/sw.json" 2>"$tmp/py"; then pass chat_context_drops_oldest
+else fail chat_context_drops_oldest "rc=$rc $(tail -1 "$tmp/py") $(head -3 "$tmp/err")"; fi
+
 $CHAT --load "$tmp/missing.json" </dev/null >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc = 2 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^qlm: error: ' "$tmp/err"; then pass chat_load_missing
 else fail chat_load_missing "rc=$rc $(head -2 "$tmp/err")"; fi
@@ -70,11 +82,12 @@ wait_for() {
     done
     return 1
 }
-# reply_started NAME MSG: the pane shows reply text after the ">>> MSG" line.
+# reply_started NAME MSG: the pane shows reply text after the ">>> MSG" line
+# (not the "(reading N tokens" note a long prompt gets first).
 reply_started() {
     n=0
     while [ $n -lt 600 ]; do
-        pane "$1" | awk -v m=">>> $2" 'f && /[^ ]/ { ok = 1 } index($0, m) == 1 { f = 1 } END { exit !ok }' && return 0
+        pane "$1" | awk -v m=">>> $2" 'f && /[^ ]/ && !/^\(reading / { ok = 1 } index($0, m) == 1 { f = 1 } END { exit !ok }' && return 0
         sleep 0.1; n=$((n + 1))
     done
     return 1
