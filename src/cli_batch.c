@@ -664,11 +664,13 @@ static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
     if (!(s->smp = qlm_sampler_new(&s->j.sp, b->m->hp.n_vocab))) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
     qlm_stopper_init(&s->stop, (const char *const *)s->j.stops, s->j.n_stops);
     for (int i = 0; i < n; i++) qlm_sampler_accept(s->smp, s->j.ids[i]);
+    pb->one_by_one = false;
     for (int off = keep; off < n; off = (off / nb + 1) * nb) {
         pb->n = 0;
         for (int i = off; i < n && i < (off / nb + 1) * nb; i++) qlm_batch_add(pb, s->j.ids[i], i, seq, i == n - 1);
         if (qlm_decode(b->ctx, pb, &err)) return qlm_cli_report(&err);
     }
+    pb->one_by_one = true;
     s->prompt_ms = qlm_now_ms() - s->t_start;
     s->pos = n - 1;
     return advance(b, s, seq, qlm_logits(b->ctx, 0));
@@ -720,6 +722,9 @@ static int run(batch *b)
     qlm_batch step;
     const int P = b->o.parallel, nb = qlm_ctx_n_batch(b->ctx);
     if (qlm_batch_init(&step, nb > P ? nb : P)) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
+    /* The step's entries are one token of each sequence, each to be
+     * computed exactly as a one-token batch (the sequence alone) would. */
+    step.one_by_one = true;
     int rc = 0;
     qlm_err err = {0};
     int busy_idx[QLM_MAX_SEQ];
