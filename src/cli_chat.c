@@ -374,12 +374,10 @@ static int load(chat *c, const char *path)
     size_t len = 0;
     qlm_jval *v = NULL;
     int rc = qlm_read_file(path, &text, &len, &err);
-    if (!rc) rc = qlm_json_parse(text, len, &v, &err);
+    if (rc) return qlm_cli_report(&err);
+    rc = qlm_json_parse(text, len, &v, &err);
     free(text);
-    if (rc) {
-        qlm_jval_free(v);
-        return qlm_cli_error(rc == QLM_ERUNTIME ? rc : QLM_ELOAD, "%s: %s", path, err.msg);
-    }
+    if (rc) return qlm_cli_error(rc == QLM_ERUNTIME ? rc : QLM_ELOAD, "%s: %s", path, err.msg);
     const qlm_jval *ms = v->type == QLM_JARR ? v : qlm_json_get(v, "messages");
     const char *why = NULL;
     if (!ms || ms->type != QLM_JARR) why = "expected {\"messages\": [...]}";

@@ -57,6 +57,13 @@ assert m[0] == {"role": "system", "content": "be brief"} and m[-2]["content"] ==
 ' "$tmp/sw.json" 2>"$tmp/py"; then pass chat_context_drops_oldest
 else fail chat_context_drops_oldest "rc=$rc $(tail -1 "$tmp/py") $(head -3 "$tmp/err")"; fi
 
+# A bad transcript given to /load is one error line; the chat goes on.
+printf '{"messages": [{"role": "user"}]}' > "$tmp/bad.json"
+printf '/load %s\n/nonsense\nhello\n' "$tmp/bad.json" | $CHAT -n 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(grep -c '^qlm: error: ' "$tmp/err")" = 2 ] && grep -q 'bad.json: each message needs' "$tmp/err" &&
+   grep -q 'reused from the cache' "$tmp/err"; then pass chat_bad_load_and_command_go_on
+else fail chat_bad_load_and_command_go_on "rc=$rc $(head -3 "$tmp/err")"; fi
+
 $CHAT --load "$tmp/missing.json" </dev/null >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc = 2 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^qlm: error: ' "$tmp/err"; then pass chat_load_missing
 else fail chat_load_missing "rc=$rc $(head -2 "$tmp/err")"; fi
