@@ -112,7 +112,7 @@ typedef struct batch {
     char **pending;
     long next_write, next_order, pending_cap;
     int out_fd;
-    bool out_broken;
+    bool out_broken, out_tty;
     resume_key *done;       /* ids already in the output (sorted) */
     size_t n_done;
     /* progress */
@@ -326,6 +326,11 @@ static void flush_ready(batch *b)
 {
     while (b->next_write < b->next_order && b->pending[0]) {
         char *line = b->pending[0];
+        /* Results on the terminal the bar is drawn on: clear the bar first. */
+        if (b->progress && b->out_tty) {
+            fputs("\r\x1b[K", stderr);
+            fflush(stderr);
+        }
         write_all(b, line, strlen(line));
         /* fsync fails with EINVAL on a pipe or terminal: nothing to sync. */
         fsync(b->out_fd);
@@ -791,6 +796,7 @@ int qlm_cmd_batch(int argc, char **argv)
         fprintf(stderr, "qlm: %s loaded in %.0f ms; %d sequences of up to %d tokens\n", b.m->name,
                 qlm_now_ms() - t0, b.o.parallel, b.slot_ctx);
     b.progress = isatty(STDERR_FILENO);
+    b.out_tty = isatty(b.out_fd);
     b.total = b.progress ? count_lines(b.in) : -1;
     b.t0 = qlm_now_ms();
     struct sigaction sa = {.sa_handler = on_sigint};
