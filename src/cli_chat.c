@@ -53,13 +53,9 @@ typedef struct chat {
     bool logs;             /* notes on stderr: -v or a terminal there */
     qlm_chat_msg *msgs;    /* role and content owned (strdup'd) */
     size_t n_msgs, cap_msgs;
-    int32_t *cached;       /* the tokens in sequence 0's cache, in order */
-    int n_cached;
     /* the reply being generated */
     char *reply;
     size_t reply_len, reply_cap;
-    int32_t *gen;
-    int n_gen, cap_gen;
     bool out_broken;       /* stdout went away */
 } chat;
 
@@ -189,7 +185,7 @@ static bool set_system(chat *c, const char *text)
 
 /* ---- one turn ---- */
 
-static bool reply_add(chat *c, int32_t tok, const char *piece, size_t n)
+static bool reply_add(chat *c, const char *piece, size_t n)
 {
     if (c->reply_len + n + 1 > c->reply_cap) {
         size_t cap = (c->reply_len + n + 1) * 2;
@@ -201,14 +197,6 @@ static bool reply_add(chat *c, int32_t tok, const char *piece, size_t n)
     memcpy(c->reply + c->reply_len, piece, n);
     c->reply_len += n;
     c->reply[c->reply_len] = 0;
-    if (c->n_gen == c->cap_gen) {
-        int cap = c->cap_gen ? c->cap_gen * 2 : 256;
-        int32_t *ng = realloc(c->gen, (size_t)cap * sizeof *ng);
-        if (!ng) return false;
-        c->gen = ng;
-        c->cap_gen = cap;
-    }
-    c->gen[c->n_gen++] = tok;
     return true;
 }
 
@@ -228,7 +216,8 @@ static bool show(const chat *c, const char *piece, size_t n)
 static int on_token(void *user, int32_t tok, const char *piece, size_t n)
 {
     chat *c = user;
-    if (!reply_add(c, tok, piece, n)) return 1;
+    (void)tok;
+    if (!reply_add(c, piece, n)) return 1;
     if (n && (!show(c, piece, n) || fflush(stdout))) {
         c->out_broken = true;
         return 1;
@@ -240,18 +229,6 @@ static int cancel_cb(void *user)
 {
     (void)user;
     return interrupted;
-}
-
-static bool cached_set(chat *c, const int32_t *a, int na, const int32_t *b, int nb, int keep)
-{
-    int32_t *nc = realloc(c->cached, sizeof *nc * (size_t)(na + nb + 1));
-    if (!nc) return false;
-    c->cached = nc;
-    int k = 0;
-    for (int i = 0; i < na && k < keep; i++) nc[k++] = a[i];
-    for (int i = 0; i < nb && k < keep; i++) nc[k++] = b[i];
-    c->n_cached = k;
-    return true;
 }
 
 /* Runs one user turn.  Problems with this turn (a template that refuses
@@ -292,32 +269,24 @@ static int turn(chat *c, const char *text, size_t len)
         qlm_cli_report(&err);
         return 0;
     }
-    /* Keep what the cache already holds of this prompt; at least one token
-     * is decoded, for the logits of the first reply token. */
-    int keep = 0;
-    while (keep < c->n_cached && keep < (int)n_ids && c->cached[keep] == ids[keep]) keep++;
-    if (keep == (int)n_ids) keep--;
-    qlm_kv *kv = qlm_ctx_kv(c->ctx);
-    qlm_kv_seq_rm(kv, 0, keep, -1);
+    /* Generation keeps what sequence 0 already holds of this prompt (the
+     * earlier turns) and decodes the rest. */
+    const int keep = qlm_kv_seq_prefix(qlm_ctx_kv(c->ctx), 0, ids, (int)n_ids - 1);
 
     c->reply_len = 0;
-    c->n_gen = 0;
     interrupted = 0;
     /* A long read (a big paste, a loaded transcript) says so: otherwise
      * the terminal looks stuck, and Ctrl-C works here too. */
     if (c->logs && (int)n_ids - keep > 1024)
         fprintf(stderr, "(reading %d tokens; Ctrl-C stops)\n", (int)n_ids - keep);
     qlm_gen_stats st;
-    const qlm_gen_opts go = {.n_past = keep, .n_predict = c->o.n_predict, .cancel = cancel_cb};
+    const qlm_gen_opts go = {.n_predict = c->o.n_predict, .cancel = cancel_cb};
     rc = qlm_generate_ex(c->ctx, c->m, ids, (int)n_ids, &go, c->smp, on_token, c, &st, &err);
-    const int in_cache = qlm_kv_seq_pos_max(kv, 0) + 1;
-    const bool ok = cached_set(c, ids, (int)n_ids, c->gen, c->n_gen, in_cache);
     free(ids);
     if (rc) return qlm_cli_report(&err);
-    if (!ok) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
     if (c->out_broken) return 0;
     const bool stopped = st.stop == QLM_STOP_CALLER;
-    if (stopped && !c->n_gen) {
+    if (stopped && !st.n_gen) {
         /* Stopped before the reply began: as if the message was not sent. */
         msgs_clear(c, c->n_msgs - 1);
         if (c->logs) fprintf(stderr, "(stopped)\n");
@@ -333,7 +302,7 @@ static int turn(chat *c, const char *text, size_t len)
     if (c->o.verbose)
         fprintf(stderr, "qlm: prompt %d tokens: %d reused from the cache, %d decoded in %.0f ms; "
                 "generated %d tokens in %.0f ms (%.1f t/s), stop: %s\n",
-                st.n_past + st.n_prompt, st.n_past, st.n_prompt, st.prompt_ms, st.n_gen, st.gen_ms,
+                st.n_prompt, st.n_past, st.n_prompt - st.n_past, st.prompt_ms, st.n_gen, st.gen_ms,
                 st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, qlm_stop_name(st.stop));
     return 0;
 }
@@ -644,9 +613,7 @@ fail:
 done:
     msgs_clear(&c, 0);
     free(c.msgs);
-    free(c.cached);
     free(c.reply);
-    free(c.gen);
     qlm_le_free(c.le);
     qlm_sampler_free(c.smp);
     qlm_chat_fmt_free(&c.fmt);

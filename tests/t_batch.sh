@@ -9,10 +9,10 @@ fail() { echo "FAIL $1: $2"; }
 "$BUILD/tests/test_model" --write-tiny "$tmp/tiny.gguf" || { echo "FAIL batch_setup: cannot write tiny model"; exit 1; }
 M="$tmp/tiny.gguf"
 
-# Set to 1 once attention gives bit-identical results for a sequence
+# 1 since attention gives bit-identical results for a sequence
 # whether or not other sequences' cells are interleaved with its own (the
-# KV-cache work); until then a difference is reported as XFAIL, not hidden.
-KV_BITEXACT=0
+# KV-cache work, main dc5a247); 0 would report a difference as XFAIL.
+KV_BITEXACT=1
 
 # gen FILE N TOKENS: N prompt lines; the earlier lines ask for more tokens,
 # so later ones finish first.

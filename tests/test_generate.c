@@ -58,14 +58,14 @@ int main(void)
     TEST_END();
 
     TEST_BEGIN("generate_reuses_prefix");
-    /* keep the first 30 prompt tokens in the cache, decode the rest again */
+    /* keep the first 30 prompt tokens in the cache: generation finds them
+     * there and decodes only the rest */
     qlm_kv_seq_rm(qlm_ctx_kv(c), 0, 30, -1);
     rec again = {.cancel_after = 1 << 30};
     qlm_sampler_free(s);
     s = qlm_sampler_new(&sp, m->hp.n_vocab);
-    o.n_past = 30;
     rc = qlm_generate_ex(c, m, prompt, NP, &o, s, on_tok, &again, &st, &err);
-    CHECK(rc == 0 && st.n_past == 30 && st.n_prompt == NP - 30, "rc %d past %d prompt %d", rc, st.n_past, st.n_prompt);
+    CHECK(rc == 0 && st.n_past == 30 && st.n_prompt == NP, "rc %d past %d prompt %d", rc, st.n_past, st.n_prompt);
     CHECK(again.n == whole.n && !memcmp(again.tok, whole.tok, sizeof(int32_t) * (size_t)whole.n),
           "tokens after a reused prefix differ from a full run");
     TEST_END();
@@ -73,7 +73,6 @@ int main(void)
     TEST_BEGIN("generate_cancel_during_prompt");
     qlm_kv_clear(qlm_ctx_kv(c));
     rec cut = {.cancel_after = 2};
-    o.n_past = 0;
     rc = qlm_generate_ex(c, m, prompt, NP, &o, s, on_tok, &cut, &st, &err);
     CHECK(rc == 0 && st.stop == QLM_STOP_CALLER && cut.n == 0, "rc %d stop %d gen %d", rc, st.stop, cut.n);
     CHECK(qlm_kv_seq_pos_max(qlm_ctx_kv(c), 0) == 2 * 8 - 1, "cache holds up to %d",
