@@ -128,7 +128,7 @@ conformance: qlm $(TEST_BIN) $(DEFAULT_MODEL) $(Q4_0_MODEL) $(K_MODELS) $(GEMMA3
 
 # The same suite under AddressSanitizer and UBSan, in its own build tree;
 # the shell tests run the sanitized ./qlm through $QLM.
-ASAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_FLAGS = -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 test-asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="$(ASAN_FLAGS)" build-asan/qlm-asan \
 	    $(TEST_SRC:tests/%.c=build-asan/tests/%)

@@ -478,7 +478,9 @@ static float quantize_act_block(const float *x, int8_t *qs) {
     for (int j = 0; j < 32; j++) {
         float v = nearbyintf(x[j] * id);
         v = v > 127.f ? 127.f : v < -128.f ? -128.f : v; /* NaN-free inputs never clip */
-        qs[j] = (int8_t)v;
+        /* NaN (garbage activations from a hostile file) becomes -128, as the
+         * SIMD kernels' convert-and-saturate gives; the cast would be UB */
+        qs[j] = v == v ? (int8_t)v : -128;
     }
     return d;
 }

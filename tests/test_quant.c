@@ -20,6 +20,7 @@
 
 #include "quant/blocks.h"
 #include "quant/fp16.h"
+#include "quant/ref.h"
 #include "quant/types.h"
 #include "tests/test.h"
 
@@ -670,6 +671,22 @@ static void test_roundtrip_k(qt_type type) {
 /* Q8_K by its definition: iscale = -127 / (signed value of the first
  * largest magnitude), q = round-half-even(iscale·x), d = 1 / iscale, bsums
  * the sums of 16; and quantize_act is the same function's bytes. */
+/* Activations can be NaN when a hostile file feeds garbage (a prompt cache
+ * with a valid checksum, found by fuzz_prompt_cache): the activation
+ * quantizer must give defined bytes, not cast NaN to int8 (UB, which the
+ * sanitizer build of this test aborts on). */
+static void test_quantize_act_nan(void) {
+    TEST_BEGIN("q8_0 activation quantizer on NaN and infinite input");
+    float x[32];
+    for (int j = 0; j < 32; j++) x[j] = (float)(j - 16) / 8.0f;
+    x[3] = NAN;
+    x[9] = INFINITY;
+    qt_block_q8_0 y;
+    qt_quantize_act_q8_0(x, &y, 32); /* the reference: SIMD sets are defined by their instructions */
+    CHECK(y.qs[3] == -128 && y.qs[9] == -128, "NaN and inf lanes: %d %d, want -128", y.qs[3], y.qs[9]);
+    TEST_END();
+}
+
 static void test_q8_k(void) {
     TEST_BEGIN("q8_k_definition");
     enum { NB = 24 };
@@ -844,6 +861,7 @@ int main(void) {
     test_fixture("q5_k", QT_Q5_K);
     test_fixture("q6_k", QT_Q6_K);
     test_q8_k();
+    test_quantize_act_nan();
 
     static const qt_type dots[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0};
     for (size_t i = 0; i < sizeof dots / sizeof dots[0]; i++)
