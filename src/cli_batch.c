@@ -29,7 +29,8 @@
 #include "model.h"
 #include "stop.h"
 
-/* Set by the SIGINT handler: finish the lines already done, then exit 130. */
+/* Set by the SIGINT and SIGTERM handler: write the lines already done,
+ * then exit 130. */
 static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig)
@@ -113,6 +114,7 @@ typedef struct batch {
     long next_write, next_order, pending_cap;
     int out_fd;
     bool out_broken, out_tty;
+    int out_errno;          /* why the output broke (EPIPE: the reader left) */
     resume_key *done;       /* ids already in the output (sorted) */
     size_t n_done;
     /* progress */
@@ -316,7 +318,11 @@ static void write_all(batch *b, const char *s, size_t n)
     while (n && !b->out_broken) {
         ssize_t w = write(b->out_fd, s, n);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) { b->out_broken = true; break; }
+        if (w <= 0) {
+            b->out_broken = true;
+            b->out_errno = w < 0 ? errno : EIO;
+            break;
+        }
         s += w;
         n -= (size_t)w;
     }
@@ -802,7 +808,11 @@ int qlm_cmd_batch(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_sigint};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* over a file-size limit, write() fails with EFBIG (reported below)
+     * instead of the process dying mid-line */
+    signal(SIGXFSZ, SIG_IGN);
     rc = run(&b);
     flush_ready(&b);
     draw_progress(&b, true);
@@ -812,6 +822,12 @@ int qlm_cmd_batch(int argc, char **argv)
                 "shared from the cache; %lld tokens generated in %.1f s (%.1f t/s)\n", b.finished, b.errors,
                 b.skipped, b.cached_tokens, b.gen_tokens, secs, secs > 0 ? b.gen_tokens / secs : 0.0);
     }
+    /* A reader that went away is not an error; a full disk is: lines were
+     * lost, and the run can be resumed once there is room. */
+    if (!rc && b.out_broken && b.out_errno != EPIPE)
+        rc = b.o.output ? qlm_cli_error(QLM_ERUNTIME, "writing %s: %s (the lines before are complete; rerun "
+                                        "with the same -o to resume)", b.o.output, strerror(b.out_errno))
+                        : qlm_cli_error(QLM_ERUNTIME, "writing the output: %s", strerror(b.out_errno));
     if (!rc && interrupted) rc = QLM_EINTR;
     if (!rc && b.errors) rc = QLM_ELOAD;
     goto done;

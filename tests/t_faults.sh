@@ -51,3 +51,46 @@ case "$QLM" in
     if [ $rc = 3 ] && one_error_line && grep -q 'lower -c' "$tmp/err"; then pass faults_kv_out_of_memory
     else fail faults_kv_out_of_memory "rc=$rc $(head -c 200 "$tmp/err")"; fi ;;
 esac
+
+# --- qlm batch: lost output is an error, finished lines survive, resumable ---
+i=0; : >"$tmp/b.jsonl"
+while [ $i -lt 12 ]; do i=$((i + 1)); echo "{\"id\":$i,\"prompt\":\"hello $i\",\"n_predict\":24}" >>"$tmp/b.jsonl"; done
+ids_ok() { # FILE: every line whole JSON, ids 1..12 in order, each once
+    python3 -c '
+import json, sys
+raw = open(sys.argv[1]).read()
+assert raw.endswith("\n"), "last line not whole"
+ids = [json.loads(l)["id"] for l in raw.splitlines()]
+assert ids == list(range(1, 13)), ids
+' "$1" 2>"$tmp/py"
+}
+if [ -w /dev/full ]; then
+    $QLM batch -m "$M" "$tmp/b.jsonl" --temp 0 >/dev/full 2>"$tmp/err"; rc=$?
+    if [ $rc = 3 ] && one_error_line && grep -q 'No space left' "$tmp/err"; then pass faults_batch_disk_full
+    else fail faults_batch_disk_full "rc=$rc $(head -c 200 "$tmp/err")"; fi
+fi
+# A file-size limit is a full disk at a known point: the run stops with an
+# error, the lines before the limit are whole, and a rerun completes it.
+rm -f "$tmp/o.jsonl"
+prlimit --fsize=1500 $QLM batch -m "$M" "$tmp/b.jsonl" -o "$tmp/o.jsonl" --temp 0 >/dev/null 2>"$tmp/err"; rc=$?
+n1=$(wc -l <"$tmp/o.jsonl")
+$QLM batch -m "$M" "$tmp/b.jsonl" -o "$tmp/o.jsonl" --temp 0 >/dev/null 2>"$tmp/err2"; rc2=$?
+if [ $rc = 3 ] && one_error_line && grep -q 'resume' "$tmp/err" && [ "$n1" -ge 1 ] && [ "$n1" -lt 12 ] &&
+   [ $rc2 = 0 ] && ids_ok "$tmp/o.jsonl"; then pass faults_batch_file_limit_then_resume
+else fail faults_batch_file_limit_then_resume "rc=$rc lines=$n1 rc2=$rc2 $(head -c 200 "$tmp/err") $(tail -1 "$tmp/py")"; fi
+# SIGTERM mid-run: exit 130, the finished lines whole and in order; a
+# rerun completes the file.
+i=0; : >"$tmp/big.jsonl"
+while [ $i -lt 12 ]; do i=$((i + 1)); echo "{\"id\":$i,\"prompt\":\"hello $i\",\"n_predict\":400}" >>"$tmp/big.jsonl"; done
+rm -f "$tmp/t.jsonl"
+$QLM batch -m "$M" "$tmp/big.jsonl" -o "$tmp/t.jsonl" --temp 0 -c 512 -t 1 2>"$tmp/err" & pid=$!
+n=0
+while [ "$(cat "$tmp/t.jsonl" 2>/dev/null | wc -l)" -lt 2 ] && [ $n -lt 1200 ] && kill -0 $pid 2>/dev/null; do
+    sleep 0.05; n=$((n + 1))
+done
+kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
+n1=$(wc -l <"$tmp/t.jsonl")
+$QLM batch -m "$M" "$tmp/big.jsonl" -o "$tmp/t.jsonl" --temp 0 -c 512 >/dev/null 2>"$tmp/err2"; rc2=$?
+if [ $rc = 130 ] && [ "$n1" -ge 2 ] && [ "$n1" -lt 12 ] && [ $rc2 = 0 ] && ids_ok "$tmp/t.jsonl"; then
+    pass faults_batch_sigterm_keeps_lines
+else fail faults_batch_sigterm_keeps_lines "rc=$rc lines=$n1 rc2=$rc2 $(head -c 200 "$tmp/err") $(tail -1 "$tmp/py")"; fi
