@@ -42,10 +42,15 @@ int qlm_chat_fmt_init(qlm_chat_fmt *f, const qlm_model *m, const char *path, qlm
         if (rc) return rc;
     } else {
         gguf_str t;
-        if (!gguf_get_str(m->gguf, "tokenizer.chat_template", &t))
+        if (gguf_get_str(m->gguf, "tokenizer.chat_template", &t)) {
+            src = gguf_str_dup(t);
+            len = t.len;
+        } else if (m->arch->chat_template) { /* the family's own turn format (Gemma) */
+            src = strdup(m->arch->chat_template);
+            len = src ? strlen(src) : 0;
+        } else
             return qlm_fail(err, QLM_ELOAD, "the model has no chat template (pass --chat-template FILE)");
-        if (!(src = gguf_str_dup(t))) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
-        len = t.len;
+        if (!src) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
     }
     int rc = qlm_tmpl_parse(src, len, &f->tmpl, err);
     free(src);

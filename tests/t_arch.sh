@@ -22,6 +22,12 @@ $QLM run -m "$tmp/gemma3.gguf" --chat --system "Be brief." -p " Hi " --dump-prom
 if cmp -s "$tmp/want" "$tmp/got"; then pass arch_gemma3_default_template
 else fail arch_gemma3_default_template "got $(od -c "$tmp/got" | head -3)"; fi
 
+# qlm chat takes the same family template: two piped turns, the second
+# reusing the first from the cache
+printf 'Hi\nAgain\n' | $QLM chat -m "$tmp/gemma3.gguf" --temp 0 -n 4 -v >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(grep -c 'reused from the cache' "$tmp/err")" = 2 ]; then pass arch_gemma3_chat_default_template
+else fail arch_gemma3_chat_default_template "rc=$rc $(head -c 200 "$tmp/err")"; fi
+
 # llama has no template of its own: a GGUF without one is a clear error
 "$BUILD/tests/test_model" --write-tiny "$tmp/llama.gguf"
 $QLM run -m "$tmp/llama.gguf" --chat -p "Hi" --dump-prompt >"$tmp/out" 2>"$tmp/err"; rc=$?
