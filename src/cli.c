@@ -87,6 +87,21 @@ int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_
     return 1;
 }
 
+int qlm_cli_size_flag(const char *a, const char *v, int *n_predict, int *n_ctx, int *n_threads, int *n_batch)
+{
+    long l;
+    int *dst;
+    long lo, hi;
+    if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) dst = n_predict, lo = -1, hi = 1 << 30;
+    else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) dst = n_ctx, lo = 0, hi = 1 << 24;
+    else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) dst = n_threads, lo = 1, hi = 1024;
+    else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) dst = n_batch, lo = 1, hi = 1 << 16;
+    else return 0;
+    if (!qlm_cli_int(a, v, lo, hi, &l)) return -1;
+    *dst = (int)l;
+    return 1;
+}
+
 int qlm_cli_sampler_flag(const char *a, const char *v, qlm_sampler_params *sp)
 {
     long l;

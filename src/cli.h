@@ -39,6 +39,11 @@ int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_
  * value (already reported). */
 int qlm_cli_sampler_flag(const char *flag, const char *v, qlm_sampler_params *sp);
 
+/* The sizes every generating subcommand takes: -n/--n-predict, -c/--ctx-size,
+ * -t/--threads, -b/--batch-size.  1 if a was one of them (stored), 0 if
+ * not, -1 with the usage error printed on a bad value. */
+int qlm_cli_size_flag(const char *a, const char *v, int *n_predict, int *n_ctx, int *n_threads, int *n_batch);
+
 int qlm_cmd_run(int argc, char **argv);
 int qlm_cmd_chat(int argc, char **argv);
 int qlm_cmd_batch(int argc, char **argv);

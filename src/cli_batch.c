@@ -184,6 +184,9 @@ static int parse_args(int argc, char **argv, batch_opts *o)
         const int sf = qlm_cli_sampler_flag(a, v, &o->sp);
         if (sf < 0) return QLM_EUSAGE;
         if (sf) continue;
+        const int zf = qlm_cli_size_flag(a, v, &o->n_predict, &o->n_ctx, &o->n_threads, &o->n_batch);
+        if (zf < 0) return QLM_EUSAGE;
+        if (zf) continue;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->output = v;
         else if (!strcmp(a, "--chat-template")) o->chat_template = v;
@@ -194,18 +197,6 @@ static int parse_args(int argc, char **argv, batch_opts *o)
         } else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) {
             if (!qlm_cli_int(a, v, 1, QLM_MAX_SEQ, &l)) return QLM_EUSAGE;
             o->parallel = (int)l;
-        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            if (!qlm_cli_int(a, v, -1, 1 << 30, &l)) return QLM_EUSAGE;
-            o->n_predict = (int)l;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            if (!qlm_cli_int(a, v, 0, 1 << 24, &l)) return QLM_EUSAGE;
-            o->n_ctx = (int)l;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (!qlm_cli_int(a, v, 1, 1024, &l)) return QLM_EUSAGE;
-            o->n_threads = (int)l;
-        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
-            if (!qlm_cli_int(a, v, 1, 1 << 16, &l)) return QLM_EUSAGE;
-            o->n_batch = (int)l;
         } else
             return qlm_cli_error(QLM_EUSAGE, "unknown option '%s' (qlm batch --help)", a);
     }

@@ -97,7 +97,6 @@ static int parse_args(int argc, char **argv, chat_opts *o)
     *o = (chat_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        long l;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { chat_usage(stdout); return -1; }
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = true; continue; }
         if (!strcmp(a, "--no-history")) { o->no_history = true; continue; }
@@ -108,24 +107,15 @@ static int parse_args(int argc, char **argv, chat_opts *o)
         const int sf = qlm_cli_sampler_flag(a, v, &o->sp);
         if (sf < 0) return QLM_EUSAGE;
         if (sf) continue;
+        const int zf = qlm_cli_size_flag(a, v, &o->n_predict, &o->n_ctx, &o->n_threads, &o->n_batch);
+        if (zf < 0) return QLM_EUSAGE;
+        if (zf) continue;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "--system")) o->system = v;
         else if (!strcmp(a, "--chat-template")) o->chat_template = v;
         else if (!strcmp(a, "--load")) o->load = v;
         else if (!strcmp(a, "--history")) o->history = v;
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            if (!qlm_cli_int(a, v, -1, 1 << 30, &l)) return QLM_EUSAGE;
-            o->n_predict = (int)l;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            if (!qlm_cli_int(a, v, 0, 1 << 24, &l)) return QLM_EUSAGE;
-            o->n_ctx = (int)l;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (!qlm_cli_int(a, v, 1, 1024, &l)) return QLM_EUSAGE;
-            o->n_threads = (int)l;
-        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
-            if (!qlm_cli_int(a, v, 1, 1 << 16, &l)) return QLM_EUSAGE;
-            o->n_batch = (int)l;
-        } else
+        else
             return qlm_cli_error(QLM_EUSAGE, "unknown option '%s' (qlm chat --help)", a);
     }
     if (!o->model) return qlm_cli_error(QLM_EUSAGE, "no model: pass -m FILE.gguf");

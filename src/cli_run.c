@@ -114,7 +114,6 @@ static int parse_args(int argc, char **argv, run_opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long l;
-        double d;
 #define IS(s1, s2) is_opt(a, s1, s2)
 #define NEXT() (i + 1 < argc ? argv[++i] : NULL)
         if (IS("-h", "--help")) { run_usage(stdout); return -1; }
@@ -134,6 +133,12 @@ static int parse_args(int argc, char **argv, run_opts *o)
         const int kvf = qlm_cli_kv_flag(a, v, &o->type_k, &o->type_v);
         if (kvf < 0) return QLM_EUSAGE;
         if (kvf) continue;
+        const int sf = qlm_cli_sampler_flag(a, v, &o->sp);
+        if (sf < 0) return QLM_EUSAGE;
+        if (sf) continue;
+        const int zf = qlm_cli_size_flag(a, v, &o->n_predict, &o->n_ctx, &o->n_threads, &o->n_batch);
+        if (zf < 0) return QLM_EUSAGE;
+        if (zf) continue;
         if (IS("-m", "--model")) o->model = v;
         else if (IS("-p", "--prompt")) o->prompt = v;
         else if (IS("-f", "--file")) o->prompt_file = v;
@@ -150,42 +155,9 @@ static int parse_args(int argc, char **argv, run_opts *o)
             if (!*v) return qlm_cli_error(QLM_EUSAGE, "--stop: empty string");
             o->stops[o->n_stops++] = v;
         }
-        else if (IS("-n", "--n-predict")) {
-            if (!qlm_cli_int(a, v, -1, 1 << 30, &l)) return QLM_EUSAGE;
-            o->n_predict = (int)l;
-        } else if (IS("--keep", NULL)) {
+        else if (IS("--keep", NULL)) {
             if (!qlm_cli_int(a, v, -1, 1 << 24, &l)) return QLM_EUSAGE;
             o->n_keep = (int)l;
-        } else if (IS("-c", "--ctx-size")) {
-            if (!qlm_cli_int(a, v, 0, 1 << 24, &l)) return QLM_EUSAGE;
-            o->n_ctx = (int)l;
-        } else if (IS("-t", "--threads")) {
-            if (!qlm_cli_int(a, v, 1, 1024, &l)) return QLM_EUSAGE;
-            o->n_threads = (int)l;
-        } else if (IS("-b", "--batch-size")) {
-            if (!qlm_cli_int(a, v, 1, 1 << 16, &l)) return QLM_EUSAGE;
-            o->n_batch = (int)l;
-        } else if (IS("-s", "--seed")) {
-            if (!qlm_cli_int(a, v, -1, 0x7fffffffL, &l)) return QLM_EUSAGE;
-            o->sp.seed = (uint64_t)(l < 0 ? 0 : l);
-        } else if (IS("--temp", NULL)) {
-            if (!qlm_cli_float(a, v, 0, 100, &d)) return QLM_EUSAGE;
-            o->sp.temp = (float)d;
-        } else if (IS("--top-k", NULL)) {
-            if (!qlm_cli_int(a, v, 0, 1 << 30, &l)) return QLM_EUSAGE;
-            o->sp.top_k = (int)l;
-        } else if (IS("--top-p", NULL)) {
-            if (!qlm_cli_float(a, v, 0, 1, &d)) return QLM_EUSAGE;
-            o->sp.top_p = (float)d;
-        } else if (IS("--min-p", NULL)) {
-            if (!qlm_cli_float(a, v, 0, 1, &d)) return QLM_EUSAGE;
-            o->sp.min_p = (float)d;
-        } else if (IS("--repeat-penalty", NULL)) {
-            if (!qlm_cli_float(a, v, 0.01, 100, &d)) return QLM_EUSAGE;
-            o->sp.repeat_penalty = (float)d;
-        } else if (IS("--repeat-last-n", NULL)) {
-            if (!qlm_cli_int(a, v, 0, 1 << 20, &l)) return QLM_EUSAGE;
-            o->sp.repeat_last_n = (int)l;
         } else
             return qlm_cli_error(QLM_EUSAGE, "unknown option '%s' (qlm run --help)", a);
 #undef IS
