@@ -28,6 +28,7 @@
 #include "jsonl.h"
 #include "model.h"
 #include "stop.h"
+#include "strbuf.h"
 
 /* Set by the SIGINT and SIGTERM handler: write the lines already done,
  * then exit 130. */
@@ -554,16 +555,7 @@ static char *result_record(const slot *s, const char *finish)
 
 static bool text_add(slot *s, const char *p, size_t n)
 {
-    if (s->len + n + 1 > s->cap) {
-        size_t cap = (s->len + n + 1) * 2;
-        char *nt = realloc(s->text, cap);
-        if (!nt) return false;
-        s->text = nt;
-        s->cap = cap;
-    }
-    memcpy(s->text + s->len, p, n);
-    s->len += n;
-    return true;
+    return qlm_strbuf_add(&s->text, &s->len, &s->cap, p, n);
 }
 
 static int finish(batch *b, slot *s, int seq, const char *reason)

@@ -24,6 +24,7 @@
 #include "jsonl.h"
 #include "lineedit.h"
 #include "model.h"
+#include "strbuf.h"
 
 /* Set by the SIGINT handler, polled by generation: the CLI's one piece of
  * process-wide state, as in qlm run. */
@@ -177,17 +178,7 @@ static bool set_system(chat *c, const char *text)
 
 static bool reply_add(chat *c, const char *piece, size_t n)
 {
-    if (c->reply_len + n + 1 > c->reply_cap) {
-        size_t cap = (c->reply_len + n + 1) * 2;
-        char *nr = realloc(c->reply, cap);
-        if (!nr) return false;
-        c->reply = nr;
-        c->reply_cap = cap;
-    }
-    memcpy(c->reply + c->reply_len, piece, n);
-    c->reply_len += n;
-    c->reply[c->reply_len] = 0;
-    return true;
+    return qlm_strbuf_add(&c->reply, &c->reply_len, &c->reply_cap, piece, n);
 }
 
 /* Writes a reply piece; on a terminal without control characters (other

@@ -23,6 +23,7 @@
 #include "stop.h"
 #include "template.h"
 #include "tokenizer.h"
+#include "strbuf.h"
 
 /* The one piece of process-wide state the CLI needs: set by the SIGINT
  * handler, read by the generation callback. */
@@ -325,15 +326,7 @@ typedef struct out_state {
 static int emit(out_state *o, const char *piece, size_t n)
 {
     if (o->json) {
-        if (o->len + n > o->cap) {
-            size_t cap = (o->cap + n) * 2;
-            char *nt = realloc(o->text, cap);
-            if (!nt) return 1;
-            o->text = nt;
-            o->cap = cap;
-        }
-        memcpy(o->text + o->len, piece, n);
-        o->len += n;
+        if (!qlm_strbuf_add(&o->text, &o->len, &o->cap, piece, n)) return 1;
     } else if (n && (fwrite(piece, 1, n, stdout) != n || fflush(stdout))) {
         /* The reader went away (`| head`): stop quietly, not an error.
          * Anything else (a full disk) is an error: output was lost. */
