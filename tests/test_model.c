@@ -188,19 +188,28 @@ static float *run_chunks(const qlm_model *m, int step, int n_batch)
     return run_tokens(m, toks, NT, step, n_batch, false);
 }
 
+/* The default tiny model (f32 weights) written to a fresh file named from
+ * the template in path (left there for the caller to unlink) and loaded;
+ * NULL with err set if that fails. */
+static qlm_model *load_default_tiny(char *path, qlm_err *err)
+{
+    close(mkstemp(path));
+    tiny_cfg cfg = tiny_default();
+    qlm_model *m = NULL;
+    if (tiny_write(path, &cfg) || qlm_model_load(&m, path, err)) return NULL;
+    return m;
+}
+
 /* Bit-for-bit promise that speculative verification relies on: a
  * one_by_one batch equals decoding token by token. */
 static void check_bit_exact_batches(void)
 {
     TEST_BEGIN("one_by_one_batch_bit_exact");
     char path[] = "/tmp/qlm-test-model-XXXXXX";
-    close(mkstemp(path));
-    /* f32 weights: 8-bit activations would round the orders' differences away */
-    tiny_cfg cfg = tiny_default();
-    tiny_write(path, &cfg);
-    qlm_model *m = NULL;
     qlm_err err = {0};
-    CHECK(qlm_model_load(&m, path, &err) == 0, "load: %s", err.msg);
+    /* f32 weights (the default): 8-bit activations would round the orders' differences away */
+    qlm_model *m = load_default_tiny(path, &err);
+    CHECK(m, "load: %s", err.msg);
     /* long enough that the two p.v orders differ */
     enum { NL = 100 };
     int32_t tk[NL];
@@ -358,12 +367,9 @@ static void check_batch_consistency(void)
 {
     TEST_BEGIN("batch_equals_token_by_token");
     char path[] = "/tmp/qlm-test-model-XXXXXX";
-    close(mkstemp(path));
-    tiny_cfg cfg = tiny_default();
-    tiny_write(path, &cfg);
-    qlm_model *m = NULL;
     qlm_err err = {0};
-    CHECK(qlm_model_load(&m, path, &err) == 0, "load: %s", err.msg);
+    qlm_model *m = load_default_tiny(path, &err);
+    CHECK(m, "load: %s", err.msg);
     if (m) {
         float *all = run_chunks(m, NT, 512), *one = run_chunks(m, 1, 512), *odd = run_chunks(m, 5, 3);
         const int V = m->hp.n_vocab;
@@ -382,6 +388,7 @@ static void check_batch_consistency(void)
 
     TEST_BEGIN("sequences_are_isolated");
     CHECK(qlm_model_load(&m, path, &err) != 0, "file should be gone");
+    const tiny_cfg cfg = tiny_default();
     tiny_write(path, &cfg);
     CHECK(qlm_model_load(&m, path, &err) == 0, "load: %s", err.msg);
     if (m) {
@@ -433,12 +440,9 @@ static void check_multi_seq_bit_exact(qlm_kv_type kvt)
     snprintf(name, sizeof name, "multi_sequence_bit_exact_%s", qlm_kv_type_name(kvt));
     TEST_BEGIN(name);
     char path[] = "/tmp/qlm-test-model-XXXXXX";
-    close(mkstemp(path));
-    tiny_cfg cfg = tiny_default();
-    tiny_write(path, &cfg);
-    qlm_model *m = NULL;
     qlm_err err = {0};
-    CHECK(qlm_model_load(&m, path, &err) == 0, "load: %s", err.msg);
+    qlm_model *m = load_default_tiny(path, &err);
+    CHECK(m, "load: %s", err.msg);
     enum { NS = 3, NSTEP = 100, NCTX = 3 * 128 };
     const int np[NS] = {5, 1, 17}; /* prompt lengths */
     if (m) {
@@ -518,12 +522,9 @@ static void check_shift(qlm_kv_type kvt, double tol)
     snprintf(name, sizeof name, "seq_shift_rerotates_keys_%s", qlm_kv_type_name(kvt));
     TEST_BEGIN(name);
     char path[] = "/tmp/qlm-test-model-XXXXXX";
-    close(mkstemp(path));
-    tiny_cfg cfg = tiny_default();
-    tiny_write(path, &cfg);
-    qlm_model *m = NULL;
     qlm_err err = {0};
-    CHECK(qlm_model_load(&m, path, &err) == 0, "load: %s", err.msg);
+    qlm_model *m = load_default_tiny(path, &err);
+    CHECK(m, "load: %s", err.msg);
     if (m) {
         qlm_ctx_params cp = {.n_ctx = 64, .n_threads = 2, .type_k = kvt, .type_v = kvt};
         qlm_ctx *a = NULL, *b = NULL;
