@@ -59,8 +59,19 @@ int gl_numa_plan_make(hwloc_topology_t topo, gl_numa_mode mode, int n_threads, i
     }
     if (mode == GL_NUMA_OFF || n_nodes < 2) {
         plan->node_os[0] = n_nodes ? (int)nodes[0]->os_index : 0;
+        /* One node, every core used: one thread per core, so the OS cannot
+         * stack two of them on one core's hyperthreads or move one away
+         * from the caches it warmed.  Fewer threads than cores stay free:
+         * pinning them to the first cores would pile concurrent qlm
+         * processes onto the same ones. */
+        const int n_core = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+        if (mode != GL_NUMA_OFF && n_nodes == 1 && n_threads > 1 && n_threads == n_core) {
+            plan->pinned = 1;
+            for (int t = 0; t < n_threads; t++) plan->thread_pu[t] = node_pu(topo, nodes[0], t);
+        }
         return 0;
     }
+    plan->pinned = 1;
     plan->bound = 1;
     if (mode == GL_NUMA_ISOLATE) {
         const hwloc_obj_t nd = nodes[home < 0 ? 0 : home >= n_nodes ? n_nodes - 1 : home];
@@ -88,7 +99,7 @@ int gl_numa_plan_make(hwloc_topology_t topo, gl_numa_mode mode, int n_threads, i
 
 int gl_numa_bind_threads(hwloc_topology_t topo, const gl_numa_plan *plan)
 {
-    if (!plan->bound) return 0;
+    if (!plan->pinned) return 0;
     int bad = 0;
     #pragma omp parallel num_threads(plan->n_threads) reduction(| : bad)
     {

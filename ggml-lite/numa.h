@@ -9,7 +9,9 @@
  *   OpenMP's static schedule gives its first query head in a decode step,
  *   so attention reads its K/V from local memory.
  * isolate: every thread and all KV memory on one node (the home node).
- * off, or one node: nothing is bound; allocations are plain. */
+ * off, or one node: memory is not bound; allocations are plain.  On one
+ *   node (not off), threads are pinned one per core when there are exactly
+ *   as many threads as cores. */
 #ifndef QLM_GL_NUMA_H
 #define QLM_GL_NUMA_H
 
@@ -29,6 +31,7 @@ const char *gl_numa_mode_name(gl_numa_mode m);
 typedef struct gl_numa_plan {
     int n_nodes;                         /* nodes used; 1 and !bound: plain */
     int bound;                           /* threads and memory are bound */
+    int pinned;                          /* threads are pinned (thread_pu) */
     int node_os[GL_NUMA_MAX_NODES];      /* OS index of each used node */
     int n_threads;
     int thread_pu[GL_NUMA_MAX_THREADS];  /* OS index of each thread's PU */
@@ -48,7 +51,7 @@ int gl_numa_plan_make(hwloc_topology_t topo, gl_numa_mode mode, int n_threads, i
 int gl_static_owner(int i, int n, int nt);
 
 /* Pins the calling OpenMP team's threads to the plan's PUs (nothing when
- * the plan is not bound).  0 or -1 if the OS refused. */
+ * the plan is not pinned).  0 or -1 if the OS refused. */
 int gl_numa_bind_threads(hwloc_topology_t topo, const gl_numa_plan *plan);
 
 /* Binds the pages of [p, p + n) to plan node `node` (no-op when the plan

@@ -38,7 +38,7 @@ struct qlm_ctx {
     float *logits;  /* [n_logits][V] */
     int n_logits, logits_cap;
     int shift_keep; /* qlm_ctx_shift_keep */
-    char numa[64];  /* qlm_ctx_numa */
+    char numa[96];  /* qlm_ctx_numa */
 };
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }

@@ -22,10 +22,19 @@ void qlm_kv_numa_place(qlm_kv *kv, gl_numa_mode mode, int n_threads, int n_q, ch
         }
         hwloc_bitmap_free(here);
         if (!gl_numa_plan_make(topo, mode, n_threads, n_q, kv->n_head_kv, home, plan)) {
+            /* a process already confined (taskset, cgroup cpuset) keeps the
+             * placement it was given */
+            hwloc_bitmap_t mine = hwloc_bitmap_alloc();
+            if (plan->pinned && !plan->bound &&
+                (!mine || hwloc_get_cpubind(topo, mine, HWLOC_CPUBIND_PROCESS) ||
+                 !hwloc_bitmap_isequal(mine, hwloc_topology_get_topology_cpuset(topo))))
+                plan->pinned = 0;
+            hwloc_bitmap_free(mine);
             const int ok = !gl_numa_bind_threads(topo, plan) && !qlm_kv_place(kv, topo, plan);
             if (!plan->bound)
-                snprintf(desc, desc_len, "NUMA %s: %splain allocations", gl_numa_mode_name(mode),
-                         mode == GL_NUMA_OFF ? "" : "one node, ");
+                snprintf(desc, desc_len, "NUMA %s: %splain allocations%s", gl_numa_mode_name(mode),
+                         mode == GL_NUMA_OFF ? "" : "one node, ",
+                         plan->pinned ? (ok ? ", one thread pinned per core" : ", pinning refused") : "");
             else
                 snprintf(desc, desc_len, "NUMA %s over %d node%s%s", gl_numa_mode_name(mode), plan->n_nodes,
                          plan->n_nodes > 1 ? "s" : "", ok ? "" : " (binding refused)");
