@@ -15,7 +15,10 @@ package, built outside the repository); nothing of llama.cpp lands here.
 
 Usage:
   tools/build_llamacpp.sh
-  python3 tools/compare_bench.py -m MODEL [-t 2] [-p 512] [-n 128] [--rounds 3] [-r 3]
+  python3 tools/compare_bench.py -m MODEL [-m MODEL2 ...] [-t 2] [-p 512] [-n 128] [--rounds 3] [-r 3]
+
+With several models, each is measured in turn and a last table puts every
+model's ratios together (the README's performance table).
 """
 
 import argparse
@@ -81,7 +84,7 @@ def bandwidth(threads, mib):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-m", "--model", required=True)
+    ap.add_argument("-m", "--model", required=True, action="append")
     ap.add_argument("-t", "--threads", type=int, default=os.cpu_count())
     ap.add_argument("-p", type=int, default=512)
     ap.add_argument("-n", type=int, default=128)
@@ -93,32 +96,48 @@ def main():
     if not (REPO / "qlm").exists():
         sys.exit("error: ./qlm missing; run make first")
 
+    summary = []
+    for model in a.model:
+        summary.append((model, compare(model, a)))
+    if len(summary) > 1:
+        print(f"\n| model | test | llama.cpp t/s | qlm t/s | qlm / llama.cpp |")
+        print(f"|---|---|---|---|---|")
+        for model, rows in summary:
+            for test, l, q, r in rows:
+                print(f"| {pathlib.Path(model).name} | {test} | {l:.1f} | {q:.1f} | {r} |")
+
+
+def compare(model, a):
+    """Alternating rounds on one model; prints its table and returns
+    (test, llama.cpp mean, qlm mean, ratio text) rows."""
     llama, ours = {}, {}
     for rnd in range(a.rounds):
         order = [("llama.cpp", llama_rows, llama), ("qlm", qlm_rows, ours)]
         if rnd % 2:
             order.reverse()
         for name, fn, acc in order:
-            for test, ts in fn(a.model, a).items():
+            for test, ts in fn(model, a).items():
                 acc.setdefault(test, []).append(ts)
         print(f"round {rnd + 1}/{a.rounds} done", file=sys.stderr)
 
-    print(f"model {a.model}, {a.threads} threads, {a.rounds} alternating rounds x {a.reps} reps")
+    print(f"model {model}, {a.threads} threads, {a.rounds} alternating rounds x {a.reps} reps")
     print(f"| test | llama.cpp t/s | qlm t/s | qlm / llama.cpp (min..max over rounds) |")
     print(f"|---|---|---|---|")
+    rows = []
     for test in sorted(llama, key=lambda t: (t[:2], int(t[2:]))):
         if test not in ours:
             continue
         ratios = [q / l for q, l in zip(ours[test], llama[test])]
         sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
+        ratio = f"{statistics.mean(ratios):.2f}x ({min(ratios):.2f}..{max(ratios):.2f})"
         print(f"| {test} | {statistics.mean(llama[test]):.1f} ± {sd(llama[test]):.1f} "
-              f"| {statistics.mean(ours[test]):.1f} ± {sd(ours[test]):.1f} "
-              f"| {statistics.mean(ratios):.2f}x ({min(ratios):.2f}..{max(ratios):.2f}) |")
+              f"| {statistics.mean(ours[test]):.1f} ± {sd(ours[test]):.1f} | {ratio} |")
+        rows.append((test, statistics.mean(llama[test]), statistics.mean(ours[test]), ratio))
 
     # Read bandwidth over a buffer the size of the weights is the ceiling
     # that matters: a small model can sit in a large last-level cache, and
     # then decode is bounded by cache, not DRAM, bandwidth.
-    per_tok = weight_bytes_per_token(a.model)
+    per_tok = weight_bytes_per_token(model)
     bw_dram = bandwidth(a.threads, 1024)
     bw = bandwidth(a.threads, max(1, per_tok >> 20))
     ceiling = bw * 1e9 / per_tok if per_tok else 0
@@ -128,6 +147,7 @@ def main():
     for t in tg:
         print(f"{t}: qlm at {100 * statistics.mean(ours[t]) / ceiling:.0f}% of the ceiling, "
               f"llama.cpp at {100 * statistics.mean(llama[t]) / ceiling:.0f}%")
+    return rows
 
 
 if __name__ == "__main__":
