@@ -29,11 +29,9 @@ int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_pr
     return qlm_generate_ex(c, m, prompt, n_prompt, &o, s, on_token, user, st, err);
 }
 
-int qlm_generate_ex(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_prompt,
-                    const qlm_gen_opts *o, qlm_sampler *s, qlm_token_fn on_token, void *user,
-                    qlm_gen_stats *st, qlm_err *err)
+int qlm_gen_prefill(qlm_ctx *c, const int32_t *prompt, int n_prompt, const qlm_gen_opts *o,
+                    qlm_sampler *s, void *user, qlm_gen_stats *st, qlm_err *err)
 {
-    const int n_predict = o->n_predict;
     *st = (qlm_gen_stats){.n_prompt = n_prompt};
     const int n_ctx = qlm_ctx_n_ctx(c);
     if (n_prompt < 1) return qlm_fail(err, QLM_EUSAGE, "the prompt is empty");
@@ -54,13 +52,12 @@ int qlm_generate_ex(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n
     qlm_batch b;
     if (qlm_batch_init(&b, step)) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
     for (int i = 0; i < n_prompt; i++) qlm_sampler_accept(s, prompt[i]);
-    double t0 = qlm_now_ms();
+    const double t0 = qlm_now_ms();
     int rc = 0;
     for (int off = n_past; off < n_prompt && !rc; off += step) {
         if (o->cancel && o->cancel(user)) {
             st->stop = QLM_STOP_CALLER;
-            st->prompt_ms = qlm_now_ms() - t0;
-            goto done;
+            break;
         }
         b.n = 0;
         for (int i = off; i < n_prompt && i < off + step; i++)
@@ -68,10 +65,43 @@ int qlm_generate_ex(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n
         rc = qlm_decode(c, &b, err);
     }
     st->prompt_ms = qlm_now_ms() - t0;
-    if (rc) goto done;
+    qlm_batch_free(&b);
+    return rc;
+}
 
-    t0 = qlm_now_ms();
-    char piece[256];
+const char *qlm_piece_of(qlm_piece *p, const qlm_vocab *v, int32_t tok, size_t *n)
+{
+    free(p->big);
+    p->big = NULL;
+    int k = qlm_token_to_piece(v, tok, p->small, sizeof p->small, false);
+    const char *text = p->small;
+    if (k > (int)sizeof p->small && (p->big = malloc((size_t)k))) { /* rare: very long token text */
+        qlm_token_to_piece(v, tok, p->big, (size_t)k, false);
+        text = p->big;
+    }
+    if (k < 0 || (k > (int)sizeof p->small && !p->big)) k = 0;
+    *n = (size_t)k;
+    return text;
+}
+
+void qlm_piece_free(qlm_piece *p)
+{
+    free(p->big);
+    p->big = NULL;
+}
+
+int qlm_generate_ex(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_prompt,
+                    const qlm_gen_opts *o, qlm_sampler *s, qlm_token_fn on_token, void *user,
+                    qlm_gen_stats *st, qlm_err *err)
+{
+    const int n_predict = o->n_predict;
+    const int n_ctx = qlm_ctx_n_ctx(c);
+    int rc = qlm_gen_prefill(c, prompt, n_prompt, o, s, user, st, err);
+    if (rc || st->stop == QLM_STOP_CALLER) return rc;
+    qlm_batch b;
+    if (qlm_batch_init(&b, 1)) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
+    const double t0 = qlm_now_ms();
+    qlm_piece piece = {0};
     int pos = n_prompt;
     for (;;) {
         if (n_predict >= 0 && st->n_gen >= n_predict) { st->stop = QLM_STOP_LENGTH; break; }
@@ -79,17 +109,9 @@ int qlm_generate_ex(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n
         if (qlm_vocab_is_eog(m->vocab, tok)) { st->stop = QLM_STOP_EOG; break; }
         qlm_sampler_accept(s, tok);
         st->n_gen++;
-        int n = qlm_token_to_piece(m->vocab, tok, piece, sizeof piece, false);
-        const char *text = piece;
-        char *big = NULL;
-        if (n > (int)sizeof piece && (big = malloc((size_t)n))) { /* rare: very long token text */
-            qlm_token_to_piece(m->vocab, tok, big, (size_t)n, false);
-            text = big;
-        }
-        if (n < 0 || (n > (int)sizeof piece && !big)) n = 0;
-        const int stop = on_token && on_token(user, tok, text, (size_t)n);
-        free(big);
-        if (stop) {
+        size_t n;
+        const char *text = qlm_piece_of(&piece, m->vocab, tok, &n);
+        if (on_token && on_token(user, tok, text, n)) {
             st->stop = QLM_STOP_CALLER;
             break;
         }
@@ -107,7 +129,7 @@ int qlm_generate_ex(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n
         if ((rc = qlm_decode(c, &b, err))) break;
     }
     st->gen_ms = qlm_now_ms() - t0;
-done:
+    qlm_piece_free(&piece);
     qlm_batch_free(&b);
     return rc;
 }

@@ -53,6 +53,26 @@ int qlm_generate_ex(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n
                     const qlm_gen_opts *o, qlm_sampler *s, qlm_token_fn on_token, void *user,
                     qlm_gen_stats *st, qlm_err *err);
 
+/* The prompt phase every generation loop shares: checks the prompt fits,
+ * keeps the prefix sequence 0 already holds (dropping the rest of it),
+ * feeds the prompt to the sampler's history and decodes the rest, leaving
+ * the last prompt token's logits at row 0.  Resets *st; a cancel sets
+ * st->stop = QLM_STOP_CALLER and returns QLM_OK. */
+int qlm_gen_prefill(qlm_ctx *c, const int32_t *prompt, int n_prompt, const qlm_gen_opts *o,
+                    qlm_sampler *s, void *user, qlm_gen_stats *st, qlm_err *err);
+
+/* A token's text, for loops that pass tokens on: small pieces in place,
+ * the rare long one malloc'd (and freed by the next call or by
+ * qlm_piece_free). */
+typedef struct qlm_piece {
+    char small[256];
+    char *big;
+} qlm_piece;
+
+/* The text of tok (*n bytes; control tokens give none). */
+const char *qlm_piece_of(qlm_piece *p, const qlm_vocab *v, int32_t tok, size_t *n);
+void qlm_piece_free(qlm_piece *p);
+
 double qlm_now_ms(void);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ggml-lite/threads.h"
 
@@ -171,6 +172,7 @@ typedef struct run {
     int n_ctx, n_predict;
     int32_t *hist; /* prompt + generated tokens */
     int n_hist;
+    qlm_piece piece;
 } run;
 
 /* Passes one generated token on, with qlm_generate's checks in its order;
@@ -182,18 +184,9 @@ static int emit(run *r, int32_t tok)
     qlm_sampler_accept(r->s, tok);
     st->n_gen++;
     r->hist[r->n_hist++] = tok;
-    char piece[256];
-    int n = qlm_token_to_piece(r->m->vocab, tok, piece, sizeof piece, false);
-    const char *text = piece;
-    char *big = NULL;
-    if (n > (int)sizeof piece && (big = malloc((size_t)n))) { /* rare: very long token text */
-        qlm_token_to_piece(r->m->vocab, tok, big, (size_t)n, false);
-        text = big;
-    }
-    if (n < 0 || (n > (int)sizeof piece && !big)) n = 0;
-    const int stop = r->on_token && r->on_token(r->user, tok, text, (size_t)n);
-    free(big);
-    if (stop) { st->stop = QLM_STOP_CALLER; return 1; }
+    size_t n;
+    const char *text = qlm_piece_of(&r->piece, r->m->vocab, tok, &n);
+    if (r->on_token && r->on_token(r->user, tok, text, n)) { st->stop = QLM_STOP_CALLER; return 1; }
     /* this token's position: it would be decoded there next */
     if (r->n_hist - 1 >= r->n_ctx) { st->stop = QLM_STOP_CONTEXT; return 1; }
     if (r->n_predict >= 0 && st->n_gen >= r->n_predict) { st->stop = QLM_STOP_LENGTH; return 1; }
@@ -207,36 +200,53 @@ static float prob_of(const qlm_tok_prob *d, int n, int32_t id)
     return 0.0f;
 }
 
-/* Decides drafted token x (drawn from q, n_q == 0: point mass) against the
- * target's distribution for its position; returns x, or the replacement
- * drawn from the normalised max(0, p - q) with *rejected set. */
-static int32_t verify_one(run *r, const float *logits, const qlm_draft *d, int i, qlm_spec_rule rule,
-                          float *qd, qlm_tok_prob *resid, bool *rejected)
+int qlm_spec_verifier_init(qlm_spec_verifier *v, int n_vocab, qlm_spec_rule rule)
+{
+    *v = (qlm_spec_verifier){.rule = rule, .qd = calloc((size_t)n_vocab, sizeof *v->qd),
+                             .resid = malloc(sizeof *v->resid * (size_t)n_vocab)};
+    if (v->qd && v->resid) return 0;
+    qlm_spec_verifier_free(v);
+    return -1;
+}
+
+void qlm_spec_verifier_free(qlm_spec_verifier *v)
+{
+    free(v->qd);
+    free(v->resid);
+    v->qd = NULL;
+    v->resid = NULL;
+}
+
+int32_t qlm_spec_decide(qlm_spec_verifier *v, qlm_sampler *s, const float *logits, const qlm_draft *d, int i,
+                        bool *rejected)
 {
     *rejected = false;
+    if (i >= d->n) return qlm_sample(s, logits); /* every draft accepted: the bonus token */
     const int32_t x = d->tok[i];
-    if (qlm_sampler_is_greedy(r->s)) {
+    if (qlm_sampler_is_greedy(s)) {
         /* p is a point mass on the argmax, q on x: accept iff they agree */
-        const int32_t y = qlm_sample(r->s, logits);
+        const int32_t y = qlm_sample(s, logits);
         *rejected = y != x;
         return y;
     }
     const qlm_tok_prob *p;
-    const int n_p = qlm_sample_dist(r->s, logits, &p);
+    const int n_p = qlm_sample_dist(s, logits, &p);
     const qlm_tok_prob *q = d->q[i];
     const int n_q = d->n_q[i];
     const float px = prob_of(p, n_p, x), qx = n_q ? prob_of(q, n_q, x) : 1.0f;
-    if (px >= qx || qlm_sampler_unit(r->s) * qx < px) return x;
+    if (px >= qx || qlm_sampler_unit(s) * qx < px) return x;
     *rejected = true;
-    if (rule == QLM_SPEC_RULE_BROKEN) return qlm_sample_from(r->s, p, n_p, 1.0);
+    if (v->rule == QLM_SPEC_RULE_BROKEN) return qlm_sample_from(s, p, n_p, 1.0);
+    float *qd = v->qd;
+    qlm_tok_prob *resid = v->resid;
     if (n_q)
         for (int j = 0; j < n_q; j++) qd[q[j].id] = q[j].p;
     else
         qd[x] = 1.0f;
     double sum = 0;
     for (int j = 0; j < n_p; j++) {
-        const float v = p[j].p - qd[p[j].id];
-        resid[j] = (qlm_tok_prob){.id = p[j].id, .p = v > 0 ? v : 0.0f};
+        const float w = p[j].p - qd[p[j].id];
+        resid[j] = (qlm_tok_prob){.id = p[j].id, .p = w > 0 ? w : 0.0f};
         sum += resid[j].p;
     }
     if (n_q)
@@ -245,8 +255,18 @@ static int32_t verify_one(run *r, const float *logits, const qlm_draft *d, int i
         qd[x] = 0.0f;
     /* p <= q everywhere means p == q up to rounding, where rejection has
      * probability zero; fall back to p rather than divide by zero */
-    if (sum <= 0) return qlm_sample_from(r->s, p, n_p, 1.0);
-    return qlm_sample_from(r->s, resid, n_p, sum);
+    if (sum <= 0) return qlm_sample_from(s, p, n_p, 1.0);
+    return qlm_sample_from(s, resid, n_p, sum);
+}
+
+void qlm_draft_free(qlm_draft *d)
+{
+    for (int i = 0; i < d->cap; i++) free(d->q[i]);
+    free(d->tok);
+    free(d->q);
+    free(d->n_q);
+    free(d->q_cap);
+    *d = (qlm_draft){0};
 }
 
 int qlm_spec_generate(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_spec_params *sp,
@@ -254,55 +274,49 @@ int qlm_spec_generate(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_
                       qlm_token_fn on_token, void *user, qlm_gen_stats *st, qlm_spec_stats *spec,
                       qlm_err *err)
 {
-    *st = (qlm_gen_stats){.n_prompt = n_prompt};
+    const qlm_gen_opts o = {.n_predict = n_predict};
+    return qlm_spec_generate_ex(c, m, d, sp, prompt, n_prompt, &o, s, on_token, user, st, spec, err);
+}
+
+int qlm_spec_generate_ex(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_spec_params *sp,
+                         const int32_t *prompt, int n_prompt, const qlm_gen_opts *o, qlm_sampler *s,
+                         qlm_token_fn on_token, void *user, qlm_gen_stats *st, qlm_spec_stats *spec,
+                         qlm_err *err)
+{
+    const int n_predict = o->n_predict;
     qlm_spec_stats spec_local;
     if (!spec) spec = &spec_local;
     *spec = (qlm_spec_stats){0};
-    const int n_ctx = qlm_ctx_n_ctx(c), V = m->hp.n_vocab;
     if (!d || !sp) return qlm_fail(err, QLM_EUSAGE, "speculative generation without a drafter");
-    if (n_prompt < 1) return qlm_fail(err, QLM_EUSAGE, "the prompt is empty");
-    if (n_prompt >= n_ctx)
-        return qlm_fail(err, QLM_ELOAD, "the prompt is %d tokens but the context holds %d (raise -c)",
-                        n_prompt, n_ctx);
+    const int n_ctx = qlm_ctx_n_ctx(c);
     const int k_max = sp->n_draft > 0 ? sp->n_draft : 1;
     const int k_min = sp->n_draft_min < 1 ? 1 : sp->n_draft_min > k_max ? k_max : sp->n_draft_min;
     run r = {.c = c, .m = m, .s = s, .on_token = on_token, .user = user, .st = st, .n_ctx = n_ctx,
              .n_predict = n_predict};
     qlm_batch b = {0};
     qlm_draft dr = {0};
-    float *qd = NULL;
-    qlm_tok_prob *resid = NULL;
+    qlm_spec_verifier ver = {0};
     adapt a;
     adapt_init(&a);
-    int rc = QLM_OK;
     a.draft_prior = d->rel_cost;
+    /* the prompt phase first: it checks the prompt and resets *st */
+    const int n_threads = qlm_ctx_n_threads(c);
+    double t0 = qlm_now_ms();
+    int rc = qlm_gen_prefill(c, prompt, n_prompt, o, s, user, st, err);
+    if (rc || st->stop == QLM_STOP_CALLER) return rc;
+    if (d->begin) {
+        rc = d->begin(d, prompt, n_prompt, err);
+        gl_set_threads(n_threads);
+        if (rc) return rc;
+    }
+    st->prompt_ms = qlm_now_ms() - t0;
     r.hist = malloc(sizeof *r.hist * ((size_t)n_ctx + 1));
-    qd = calloc((size_t)V, sizeof *qd);
-    resid = malloc(sizeof *resid * (size_t)V);
-    if (!r.hist || !qd || !resid || qlm_batch_init(&b, n_prompt > k_max + 1 ? n_prompt : k_max + 1)) {
+    if (!r.hist || qlm_spec_verifier_init(&ver, m->hp.n_vocab, sp->rule) || qlm_batch_init(&b, k_max + 1)) {
         rc = qlm_fail(err, QLM_ERUNTIME, "out of memory");
         goto done;
     }
-    /* Prefix reuse as in qlm_generate: what sequence 0 already holds of
-     * the prompt (a loaded --prompt-cache) is not computed again. */
-    qlm_kv *kv0 = qlm_ctx_kv(c);
-    const int n_past0 = qlm_kv_seq_prefix(kv0, 0, prompt, n_prompt - 1);
-    qlm_kv_seq_rm(kv0, 0, n_past0, -1);
-    st->n_past = n_past0;
-    for (int i = 0; i < n_prompt; i++) {
-        if (i >= n_past0) qlm_batch_add(&b, prompt[i], i, 0, i == n_prompt - 1);
-        qlm_sampler_accept(s, prompt[i]);
-        r.hist[r.n_hist++] = prompt[i];
-    }
-    const int n_threads = qlm_ctx_n_threads(c);
-    double t0 = qlm_now_ms();
-    rc = qlm_decode(c, &b, err);
-    if (!rc && d->begin) {
-        rc = d->begin(d, prompt, n_prompt, err);
-        gl_set_threads(n_threads);
-    }
-    st->prompt_ms = qlm_now_ms() - t0;
-    if (rc) goto done;
+    memcpy(r.hist, prompt, sizeof *prompt * (size_t)n_prompt);
+    r.n_hist = n_prompt;
 
     t0 = qlm_now_ms();
     if (n_predict >= 0 && st->n_gen >= n_predict) {
@@ -355,10 +369,7 @@ int qlm_spec_generate(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_
         int accepted = 0, ended = 0;
         bool rejected = false;
         for (int i = 0; i <= dr.n; i++) {
-            const float *lg = qlm_logits(c, i);
-            int32_t tok;
-            if (i == dr.n) tok = qlm_sample(s, lg); /* every draft accepted: the bonus token */
-            else tok = verify_one(&r, lg, &dr, i, sp->rule, qd, resid, &rejected);
+            const int32_t tok = qlm_spec_decide(&ver, s, qlm_logits(c, i), &dr, i, &rejected);
             if (i < dr.n && !rejected) accepted++;
             if ((ended = emit(&r, tok))) break;
             if (i == dr.n || rejected) break;
@@ -377,13 +388,9 @@ int qlm_spec_generate(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_
 finish:
     st->gen_ms = qlm_now_ms() - t0;
 done:
-    for (int i = 0; i < dr.cap; i++) free(dr.q[i]);
-    free(dr.tok);
-    free(dr.q);
-    free(dr.n_q);
-    free(dr.q_cap);
-    free(qd);
-    free(resid);
+    qlm_draft_free(&dr);
+    qlm_spec_verifier_free(&ver);
+    qlm_piece_free(&r.piece);
     free(r.hist);
     qlm_batch_free(&b);
     return rc;

@@ -108,6 +108,28 @@ double qlm_spec_mean_accepted(const qlm_spec_stats *s);
  * generated token; 0 when there was no plain decode to measure. */
 double qlm_spec_speedup(const qlm_spec_stats *s, const qlm_gen_stats *g);
 
+/* Frees what a draft holds (the struct itself is the caller's). */
+void qlm_draft_free(qlm_draft *d);
+
+/* Decides the entries of a verify batch [pending, d->tok[0..d->n)] one
+ * row at a time, for loops that run their own batches (qlm batch verifies
+ * several sequences' drafts in one). */
+typedef struct qlm_spec_verifier {
+    qlm_spec_rule rule;
+    float *qd;            /* q as a dense vector, zero between calls */
+    qlm_tok_prob *resid;  /* the normalised max(0, p - q) is drawn from here */
+} qlm_spec_verifier;
+
+int qlm_spec_verifier_init(qlm_spec_verifier *v, int n_vocab, qlm_spec_rule rule);
+void qlm_spec_verifier_free(qlm_spec_verifier *v);
+/* The token the target generates after entry i, whose logits are given:
+ * d->tok[i] when accepted, else its replacement with *rejected set; for
+ * i == d->n the bonus token.  The caller passes each token to s
+ * (qlm_sampler_accept) before deciding the next entry, and stops at the
+ * first rejection. */
+int32_t qlm_spec_decide(qlm_spec_verifier *v, qlm_sampler *s, const float *logits, const qlm_draft *d, int i,
+                        bool *rejected);
+
 /* qlm_generate with a drafter: same contract (prompt into sequence 0 of
  * an empty cache, callback per token, stop reasons, stats), the tokens of
  * the target alone.  spec may be NULL (stats not wanted). */
@@ -115,5 +137,10 @@ int qlm_spec_generate(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_
                       const int32_t *prompt, int n_prompt, int n_predict, qlm_sampler *s,
                       qlm_token_fn on_token, void *user, qlm_gen_stats *st, qlm_spec_stats *spec,
                       qlm_err *err);
+/* ... and qlm_generate_ex's: a cancel hook polled during the prompt. */
+int qlm_spec_generate_ex(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const qlm_spec_params *sp,
+                         const int32_t *prompt, int n_prompt, const qlm_gen_opts *o, qlm_sampler *s,
+                         qlm_token_fn on_token, void *user, qlm_gen_stats *st, qlm_spec_stats *spec,
+                         qlm_err *err);
 
 #endif
