@@ -19,6 +19,7 @@
 
 #include "chat_fmt.h"
 #include "cli.h"
+#include "cli_spec.h"
 #include "generate.h"
 #include "json.h"
 #include "jsonl.h"
@@ -42,6 +43,7 @@ typedef struct chat_opts {
     int load_mode;  /* gguf_load_mode, -1: default */
     int n_predict, n_ctx, n_threads, n_batch;
     qlm_sampler_params sp;
+    qlm_spec_opts spec;
 } chat_opts;
 
 typedef struct chat {
@@ -50,6 +52,7 @@ typedef struct chat {
     qlm_ctx *ctx;
     qlm_chat_fmt fmt;
     qlm_sampler *smp;
+    qlm_spec_cli sc;       /* drafter: NULL without -md / --lookup */
     qlm_le *le;            /* NULL when stdin is not a terminal */
     bool logs;             /* notes on stderr: -v or a terminal there */
     qlm_chat_msg *msgs;    /* role and content owned (strdup'd) */
@@ -85,17 +88,20 @@ static void chat_usage(FILE *f)
         "      --top-k N, --top-p X, --min-p X, --repeat-penalty X, --repeat-last-n N\n"
         "                          as for qlm run\n"
         QLM_CLI_LOAD_HELP
+        "%s"
         "  -v, --verbose           after each reply: tokens reused from the cache, timings\n"
+        "                          (and the speculative decoding statistics)\n"
         "\n"
         "In the chat: /help lists the commands; a line \"\"\" starts a multi-line message\n"
         "ended by a line ending in \"\"\"; pasted text may span lines.  Ctrl-C stops a\n"
         "reply (the conversation keeps what was said); Ctrl-C again at an empty prompt,\n"
-        "Ctrl-D or /exit quits.\n");
+        "Ctrl-D or /exit quits.\n", qlm_spec_usage);
 }
 
 static int parse_args(int argc, char **argv, chat_opts *o)
 {
-    *o = (chat_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1};
+    *o = (chat_opts){.n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1,
+                     .spec = qlm_spec_opts_defaults()};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { chat_usage(stdout); return -1; }
@@ -103,6 +109,9 @@ static int parse_args(int argc, char **argv, chat_opts *o)
         if (!strcmp(a, "--no-history")) { o->no_history = true; continue; }
         const int lf = qlm_cli_load_flag(a, &o->load_mode);
         if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
+        const int sr = qlm_spec_opt(&o->spec, argc, argv, &i);
+        if (sr > 0) return sr;
+        if (!sr) continue;
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm chat --help)", a);
         const int sf = qlm_cli_sampler_flag(a, v, &o->sp);
@@ -262,7 +271,13 @@ static int turn(chat *c, const char *text, size_t len)
         fprintf(stderr, "(reading %d tokens; Ctrl-C stops)\n", (int)n_ids - keep);
     qlm_gen_stats st;
     const qlm_gen_opts go = {.n_predict = c->o.n_predict, .cancel = cancel_cb};
-    rc = qlm_generate_ex(c->ctx, c->m, ids, (int)n_ids, &go, c->smp, on_token, c, &st, &err);
+    /* A reply with a drafter: the same tokens, the draft's cache reused
+     * across turns by prefix as the target's is. */
+    if (c->sc.drafter)
+        rc = qlm_spec_generate_ex(c->ctx, c->m, c->sc.drafter, &c->sc.params, ids, (int)n_ids, &go, c->smp,
+                                  on_token, c, &st, &c->sc.stats, &err);
+    else
+        rc = qlm_generate_ex(c->ctx, c->m, ids, (int)n_ids, &go, c->smp, on_token, c, &st, &err);
     free(ids);
     if (rc) return qlm_cli_report(&err);
     if (c->out_broken) return 0;
@@ -285,6 +300,7 @@ static int turn(chat *c, const char *text, size_t len)
                 "generated %d tokens in %.0f ms (%.1f t/s), stop: %s\n",
                 st.n_prompt, st.n_past, st.n_prompt - st.n_past, st.prompt_ms, st.n_gen, st.gen_ms,
                 st.gen_ms > 0 ? st.n_gen * 1e3 / st.gen_ms : 0.0, qlm_stop_name(st.stop));
+    if (c->o.verbose) qlm_spec_cli_log(stderr, &c->sc, &st);
     return 0;
 }
 
@@ -562,6 +578,7 @@ int qlm_cmd_chat(int argc, char **argv)
     if ((rc = qlm_model_load_mode(&c.m, c.o.model, c.o.load_mode < 0 ? GGUF_LOAD_MMAP : (gguf_load_mode)c.o.load_mode, &err))) goto fail;
     qlm_ctx_params cp = {.n_ctx = c.o.n_ctx, .n_batch = c.o.n_batch, .n_threads = c.o.n_threads};
     if ((rc = qlm_ctx_new(&c.ctx, c.m, &cp, &err))) goto fail;
+    if ((rc = qlm_spec_cli_start(&c.sc, &c.o.spec, c.m, c.ctx, &cp, &c.o.sp, &err))) goto fail;
     if ((rc = qlm_chat_fmt_init(&c.fmt, c.m, c.o.chat_template, &err))) goto fail;
     if (!(c.smp = qlm_sampler_new(&c.o.sp, c.m->hp.n_vocab))) {
         rc = qlm_fail(&err, QLM_ERUNTIME, "out of memory");
@@ -597,6 +614,7 @@ done:
     free(c.reply);
     qlm_le_free(c.le);
     qlm_sampler_free(c.smp);
+    qlm_spec_cli_end(&c.sc);
     qlm_chat_fmt_free(&c.fmt);
     qlm_ctx_free(c.ctx);
     qlm_model_free(c.m);

@@ -33,7 +33,7 @@ int qlm_spec_opt(qlm_spec_opts *o, int argc, char **argv, int *i)
                pmin = !strcmp(a, "--draft-p-min"), ng = !strcmp(a, "--lookup-ngram"),
                td = !strcmp(a, "-td") || !strcmp(a, "--threads-draft");
     if (!md && !n && !nmin && !pmin && !ng && !td) return -1;
-    if (*i + 1 >= argc) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm run --help)", a);
+    if (*i + 1 >= argc) return qlm_cli_error(QLM_EUSAGE, "%s: missing value", a);
     const char *v = argv[++*i];
     long l;
     double d;

@@ -74,6 +74,34 @@ $CHAT --load "$tmp/missing.json" </dev/null >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc = 2 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^qlm: error: ' "$tmp/err"; then pass chat_load_missing
 else fail chat_load_missing "rc=$rc $(head -2 "$tmp/err")"; fi
 
+# Speculative replies (-md, a deliberately bad draft included, and
+# --lookup) are the plain replies at temperature 0, turn after turn: each
+# turn starts from caches a stopped reply left (-n ends replies mid-round,
+# as Ctrl-C does), reusing the earlier turns in the target's and the
+# draft's cache.  A repetitive system message gives lookup something to
+# continue.
+"$BUILD/tests/test_spec" --write-draft bad "$tmp/tiny.gguf" "$tmp/bad.gguf" || echo "FAIL chat_setup: cannot write a bad draft"
+printf 'hello hello world\nagain hello world hello\nand a third one\n/save %s\n' "$tmp/plain.json" > "$tmp/in"
+SYS="say hello world hello world hello world"
+$CHAT -n 24 --system "$SYS" <"$tmp/in" >"$tmp/plain.out" 2>"$tmp/err"; rc=$?
+same=1; [ $rc = 0 ] || { same=0; echo "# plain: rc=$rc $(head -2 "$tmp/err")"; }
+# (--draft-fixed: adaptive mode would pause a draft as big as the target)
+for flags in "-md $tmp/tiny.gguf --draft-fixed" "-md $tmp/bad.gguf --draft 3 --draft-fixed" "--lookup" "--lookup --draft 2 --draft-fixed"; do
+    sed "s|$tmp/plain.json|$tmp/spec.json|" "$tmp/in" | $CHAT -n 24 --system "$SYS" $flags >"$tmp/spec.out" 2>"$tmp/err"; rc=$?
+    if [ $rc != 0 ]; then same=0; echo "# $flags: rc=$rc $(head -2 "$tmp/err")"; continue; fi
+    cmp -s "$tmp/plain.out" "$tmp/spec.out" || { same=0; echo "# $flags: replies differ"; }
+    cmp -s "$tmp/plain.json" "$tmp/spec.json" || { same=0; echo "# $flags: saved conversations differ"; }
+    [ "$(grep -c '^qlm: speculative (' "$tmp/err")" = 3 ] || { same=0; echo "# $flags: no stats line per reply"; }
+    [ "$(grep -c 'reused from the cache' "$tmp/err")" = 3 ] || { same=0; echo "# $flags: no cache line per reply"; }
+    # the target as its own draft: every reply has accepted drafts
+    case $flags in "-md $tmp/tiny.gguf"*) [ "$(grep -c 'accepted [1-9]' "$tmp/err")" = 3 ] ||
+        { same=0; echo "# $flags: drafts not accepted: $(grep speculative "$tmp/err" | head -1)"; } ;; esac
+done
+if [ $same = 1 ]; then pass chat_spec_greedy_identical; else fail chat_spec_greedy_identical "see above"; fi
+$CHAT -md "$tmp/tiny.gguf" --lookup </dev/null >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^qlm: error: .*choose one' "$tmp/err"; then pass chat_spec_two_drafters
+else fail chat_spec_two_drafters "rc=$rc $(head -2 "$tmp/err")"; fi
+
 # --- in a terminal ---
 if ! command -v tmux >/dev/null; then fail chat_tmux "tmux is not installed"; exit 0; fi
 
@@ -126,28 +154,37 @@ if wait_for two '^__EXIT=0'; then pass chat_tty_ctrl_d_exits; else fail chat_tty
 
 # Ctrl-C in the middle of a long reply: the reply stops, the prompt comes
 # back, and the next turn is decoded on top of the whole history (the
-# partial reply included).  Then Ctrl-C at the empty prompt quits.
-start cc -n 100000 -c 32768 --no-history
-if wait_for cc '^>>> ' && keys cc 'hello' Enter && reply_started cc hello && keys cc C-c &&
-   wait_for cc 'stop: interrupted' && wait_for cc '^>>> ' 2; then pass chat_tty_ctrl_c_stops_reply
-else fail chat_tty_ctrl_c_stops_reply "$(pane cc | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi
-keys cc 'more' Enter
-if reply_started cc more && keys cc C-c && wait_for cc 'stop: interrupted' 2 && keys cc "/save $tmp/cc.json" Enter &&
-   saved "$tmp/cc.json" '
+# partial reply included).  Then Ctrl-C at the empty prompt quits.  Again
+# with speculative replies (_spec): the stop lands mid-round, and both
+# caches are reused by the next turn.
+for sfx in "" _spec; do
+extra=; [ -n "$sfx" ] && extra="-md $tmp/tiny.gguf --draft-fixed"
+cc=cc$sfx
+start $cc -n 100000 -c 32768 --no-history $extra
+if wait_for $cc '^>>> ' && keys $cc 'hello' Enter && reply_started $cc hello && keys $cc C-c &&
+   wait_for $cc 'stop: interrupted' && wait_for $cc '^>>> ' 2; then pass chat_tty_ctrl_c_stops_reply$sfx
+else fail chat_tty_ctrl_c_stops_reply$sfx "$(pane $cc | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi
+keys $cc 'more' Enter
+if reply_started $cc more && keys $cc C-c && wait_for $cc 'stop: interrupted' 2 && keys $cc "/save $tmp/$cc.json" Enter &&
+   saved "$tmp/$cc.json" '
 assert [x["role"] for x in m] == ["user", "assistant"] * 2, m
 assert m[0]["content"] == "hello" and m[2]["content"] == "more" and m[1]["content"], m'; then
-    first=$(pane cc | sed -n 's/.*prompt \([0-9]*\) tokens:.*generated \([0-9]*\) tokens.*/\1 \2/p' | head -1)
-    second=$(pane cc | sed -n 's/.*prompt \([0-9]*\) tokens: \([0-9]*\) reused.*/\1 \2/p' | sed -n 2p)
+    first=$(pane $cc | sed -n 's/.*prompt \([0-9]*\) tokens:.*generated \([0-9]*\) tokens.*/\1 \2/p' | head -1)
+    second=$(pane $cc | sed -n 's/.*prompt \([0-9]*\) tokens: \([0-9]*\) reused.*/\1 \2/p' | sed -n 2p)
     if [ -n "$first" ] && [ -n "$second" ] && python3 -c '
 import sys
 p1, g1, p2, r2 = map(int, sys.argv[1:5])
-assert r2 >= p1 and p2 > p1 + g1 // 2, (p1, g1, p2, r2)' $first $second 2>"$tmp/py"; then pass chat_tty_history_after_ctrl_c
-    else fail chat_tty_history_after_ctrl_c "turn 1 (prompt, partial reply): $first; turn 2 (prompt, reused): $second"; fi
-else fail chat_tty_history_after_ctrl_c "$(tail -1 "$tmp/py") $(pane cc | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi
+assert r2 >= p1 and p2 > p1 + g1 // 2, (p1, g1, p2, r2)' $first $second 2>"$tmp/py"; then pass chat_tty_history_after_ctrl_c$sfx
+    else fail chat_tty_history_after_ctrl_c$sfx "turn 1 (prompt, partial reply): $first; turn 2 (prompt, reused): $second"; fi
+else fail chat_tty_history_after_ctrl_c$sfx "$(tail -1 "$tmp/py") $(pane $cc | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi
 # Ctrl-C at an empty prompt after other input asks first, then quits.
-wait_for cc '^>>> ' 4 && keys cc C-c
-if wait_for cc 'Ctrl-C again' && keys cc C-c && wait_for cc '^__EXIT=0'; then pass chat_tty_ctrl_c_twice_exits
-else fail chat_tty_ctrl_c_twice_exits "$(pane cc | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi
+wait_for $cc '^>>> ' 4 && keys $cc C-c
+if wait_for $cc 'Ctrl-C again' && keys $cc C-c && wait_for $cc '^__EXIT=0'; then pass chat_tty_ctrl_c_twice_exits$sfx
+else fail chat_tty_ctrl_c_twice_exits$sfx "$(pane $cc | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi
+
+if [ -n "$sfx" ] && [ "$(pane $cc | grep -c '^qlm: speculative (model)')" -ge 2 ]; then pass chat_tty_spec_stats_per_reply
+elif [ -n "$sfx" ]; then fail chat_tty_spec_stats_per_reply "$(pane $cc | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi
+done
 
 # The Ctrl-C that stops a reply counts as the first: one more at the empty
 # prompt quits.
