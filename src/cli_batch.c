@@ -23,7 +23,9 @@
 
 #include "chat_fmt.h"
 #include "cli.h"
+#include "cli_spec.h"
 #include "generate.h"
+#include "ggml-lite/threads.h"
 #include "json.h"
 #include "jsonl.h"
 #include "model.h"
@@ -50,6 +52,7 @@ typedef struct batch_opts {
     int n_stops;
     bool verbose;
     int load_mode;  /* gguf_load_mode, -1: default */
+    qlm_spec_opts spec;
 } batch_opts;
 
 /* One input line, parsed. */
@@ -82,6 +85,14 @@ typedef struct slot {
      * finishes, until the slot takes another): the prefixes others share. */
     int32_t *kv_toks;
     int n_kv_toks;
+    /* speculative decoding (the drafter outlives the line, so a draft
+     * model keeps its cache for the slot's next prompt) */
+    qlm_drafter *drafter;
+    qlm_draft draft;
+    int32_t *hist;          /* prompt and generated tokens: what drafts continue */
+    int n_hist;
+    int n_drafted, n_accepted, n_rounds;
+    double draft_ms;
 } slot;
 
 /* A shared prefix is a multiple of this many tokens (the token groups of
@@ -102,6 +113,8 @@ typedef struct batch {
     batch_opts o;
     qlm_model *m;
     qlm_ctx *ctx;
+    qlm_spec_cli sc;        /* drafter settings; sc.drafter is slot 0's */
+    qlm_spec_verifier ver;
     qlm_chat_fmt fmt;
     bool have_fmt;
     char *fmt_error;        /* why "messages" lines cannot be rendered */
@@ -121,7 +134,7 @@ typedef struct batch {
     /* progress */
     bool progress;
     long total, finished, skipped, errors;
-    long long gen_tokens, cached_tokens;
+    long long gen_tokens, cached_tokens, drafted, accepted;
     double t0, last_draw;
 } batch;
 
@@ -155,17 +168,22 @@ static void batch_usage(FILE *f)
         "      --stop STR          default stop string (repeatable)\n"
         "      --chat-template F   template for \"messages\" lines instead of the model's\n"
         QLM_CLI_LOAD_HELP
+        "%s"
+        "                          In qlm batch each sequence drafts --draft tokens a step\n"
+        "                          (the length does not adapt), and the drafts of all\n"
+        "                          sequences are checked in one batch.\n"
         "  -v, --verbose           log loading and a summary to stderr\n"
         "\n"
         "A progress bar is drawn on stderr when it is a terminal.  Exit status: 0 ok,\n"
         "1 usage, 2 cannot load the model or input, or some input lines were malformed\n"
         "(each got an error record; the rest ran), 3 runtime failure, 130 interrupted\n"
-        "(finished lines are written; rerun with -o to resume).\n", QLM_MAX_SEQ);
+        "(finished lines are written; rerun with -o to resume).\n", QLM_MAX_SEQ, qlm_spec_usage);
 }
 
 static int parse_args(int argc, char **argv, batch_opts *o)
 {
-    *o = (batch_opts){.parallel = 4, .n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1};
+    *o = (batch_opts){.parallel = 4, .n_predict = -1, .sp = qlm_sampler_defaults(), .load_mode = -1,
+                      .spec = qlm_spec_opts_defaults()};
     bool resume = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -175,6 +193,9 @@ static int parse_args(int argc, char **argv, batch_opts *o)
         if (!strcmp(a, "--resume")) { resume = true; continue; }
         const int lf = qlm_cli_load_flag(a, &o->load_mode);
         if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
+        const int sr = qlm_spec_opt(&o->spec, argc, argv, &i);
+        if (sr > 0) return sr;
+        if (!sr) continue;
         if (a[0] != '-' || !strcmp(a, "-")) {
             if (o->input) return qlm_cli_error(QLM_EUSAGE, "one input file only ('%s' and '%s')", o->input, a);
             o->input = a;
@@ -546,9 +567,12 @@ static char *result_record(const slot *s, const char *finish)
     const double gen_ms = qlm_now_ms() - s->t_start - s->prompt_ms;
     fprintf(f, "{\"id\":%s,\"text\":", s->j.id);
     qlm_json_str(f, s->text ? s->text : "", s->len);
-    fprintf(f, ",\"finish_reason\":\"%s\",\"tokens\":{\"prompt\":%d,\"cached\":%d,\"generated\":%d},"
-            "\"timings\":{\"prompt_ms\":%.3f,\"generate_ms\":%.3f}}\n",
-            finish, s->j.n_ids, s->cached, s->n_gen, s->prompt_ms, gen_ms);
+    fprintf(f, ",\"finish_reason\":\"%s\",\"tokens\":{\"prompt\":%d,\"cached\":%d,\"generated\":%d",
+            finish, s->j.n_ids, s->cached, s->n_gen);
+    if (s->drafter) fprintf(f, ",\"drafted\":%d,\"accepted\":%d", s->n_drafted, s->n_accepted);
+    fprintf(f, "},\"timings\":{\"prompt_ms\":%.3f,\"generate_ms\":%.3f", s->prompt_ms, gen_ms);
+    if (s->drafter) fprintf(f, ",\"draft_ms\":%.3f", s->draft_ms);
+    fputs("}}\n", f);
     if (fclose(f)) { free(buf); return NULL; }
     return buf;
 }
@@ -556,6 +580,19 @@ static char *result_record(const slot *s, const char *finish)
 static bool text_add(slot *s, const char *p, size_t n)
 {
     return qlm_strbuf_add(&s->text, &s->len, &s->cap, p, n);
+}
+
+/* Clears a slot for its next line, keeping what outlives a line: the
+ * prompt its cells hold, its drafter and buffers. */
+static void slot_reset(slot *s)
+{
+    const slot keep = *s;
+    memset(s, 0, sizeof *s);
+    s->kv_toks = keep.kv_toks;
+    s->n_kv_toks = keep.n_kv_toks;
+    s->drafter = keep.drafter;
+    s->draft = keep.draft;
+    s->hist = keep.hist;
 }
 
 static int finish(batch *b, slot *s, int seq, const char *reason)
@@ -569,6 +606,8 @@ static int finish(batch *b, slot *s, int seq, const char *reason)
     int rc = put_result(b, s->j.order, result_record(s, reason));
     b->gen_tokens += s->n_gen;
     b->cached_tokens += s->cached;
+    b->drafted += s->n_drafted;
+    b->accepted += s->n_accepted;
     /* The generated tokens' cells go; the prompt's stay for sharing. */
     qlm_kv_seq_rm(qlm_ctx_kv(b->ctx), seq, s->n_kv_toks, -1);
     qlm_sampler_free(s->smp);
@@ -576,34 +615,28 @@ static int finish(batch *b, slot *s, int seq, const char *reason)
     s->j.ids = NULL;   /* owned by kv_toks */
     job_free(&s->j);
     free(s->text);
-    int32_t *kv_toks = s->kv_toks;
-    const int n_kv_toks = s->n_kv_toks;
-    memset(s, 0, sizeof *s);
-    s->kv_toks = kv_toks;
-    s->n_kv_toks = n_kv_toks;
+    slot_reset(s);
     return rc;
 }
 
-/* Samples the next token of s from logits, as qlm_generate does: the
- * sequence finishes at end of generation, a stop string, n_predict tokens
- * or the end of its context; otherwise the token is decoded next step. */
-static int advance(batch *b, slot *s, int seq, const float *logits)
+/* Passes on the next token of s, as qlm_generate does: the sequence
+ * finishes at end of generation, a stop string, n_predict tokens or the
+ * end of its context (then s->busy is false); otherwise the token is
+ * decoded next step. */
+static int take(batch *b, slot *s, int seq, int32_t tok)
 {
     const qlm_vocab *v = b->m->vocab;
-    if (s->j.n_predict >= 0 && s->n_gen >= s->j.n_predict) return finish(b, s, seq, "length");
-    const int32_t tok = qlm_sample(s->smp, logits);
     if (qlm_vocab_is_eog(v, tok)) return finish(b, s, seq, "eos");
     qlm_sampler_accept(s->smp, tok);
     s->n_gen++;
-    char piece[256];
-    int n = qlm_token_to_piece(v, tok, piece, sizeof piece, false);
-    char *big = NULL;
-    if (n > (int)sizeof piece && (big = malloc((size_t)n))) qlm_token_to_piece(v, tok, big, (size_t)n, false);
-    if (n < 0 || (n > (int)sizeof piece && !big)) n = 0;
+    if (s->hist) s->hist[s->n_hist++] = tok;
+    qlm_piece piece = {0};
+    size_t n;
+    const char *text = qlm_piece_of(&piece, v, tok, &n);
     const char *rel;
     size_t rn;
-    const int hit = qlm_stopper_feed(&s->stop, big ? big : piece, (size_t)n, &rel, &rn);
-    free(big);
+    const int hit = qlm_stopper_feed(&s->stop, text, n, &rel, &rn);
+    qlm_piece_free(&piece);
     if (hit < 0 || !text_add(s, rel, rn)) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
     if (hit) return finish(b, s, seq, "stop");
     if (s->pos + 1 >= b->slot_ctx) return finish(b, s, seq, "context");
@@ -611,6 +644,13 @@ static int advance(batch *b, slot *s, int seq, const float *logits)
     s->last = tok;
     s->pos++;
     return 0;
+}
+
+/* Samples the next token of s from logits and passes it on. */
+static int advance(batch *b, slot *s, int seq, const float *logits)
+{
+    if (s->j.n_predict >= 0 && s->n_gen >= s->j.n_predict) return finish(b, s, seq, "length");
+    return take(b, s, seq, qlm_sample(s->smp, logits));
 }
 
 static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb)
@@ -629,7 +669,7 @@ static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
     qlm_err err = {0};
     int32_t *kv_toks = s->kv_toks;
     const int n_kv_toks = s->n_kv_toks;
-    memset(s, 0, sizeof *s);
+    slot_reset(s);
     s->j = *j;
     memset(j, 0, sizeof *j);
     s->busy = true;
@@ -665,6 +705,14 @@ static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
         if (qlm_decode(b->ctx, pb, &err)) return qlm_cli_report(&err);
     }
     pb->one_by_one = true;
+    if (s->drafter) {
+        /* a draft model reads the prompt too, in prompt time */
+        memcpy(s->hist, s->j.ids, sizeof *s->hist * (size_t)n);
+        s->n_hist = n;
+        const int rc = s->drafter->begin ? s->drafter->begin(s->drafter, s->j.ids, n, &err) : 0;
+        gl_set_threads(qlm_ctx_n_threads(b->ctx));
+        if (rc) return qlm_cli_report(&err);
+    }
     s->prompt_ms = qlm_now_ms() - s->t_start;
     s->pos = n - 1;
     return advance(b, s, seq, qlm_logits(b->ctx, 0));
@@ -711,17 +759,65 @@ static long count_lines(FILE *f)
     return n;
 }
 
+/* Asks s's drafter for up to --draft tokens after its text so far, within
+ * the line's token budget and the sequence's context; like qlm run, a
+ * proposal shorter than --draft-min is not checked. */
+static int propose(batch *b, slot *s)
+{
+    s->draft.n = 0;
+    int k = b->sc.params.n_draft;
+    if (s->j.n_predict >= 0 && k > s->j.n_predict - s->n_gen - 1) k = s->j.n_predict - s->n_gen - 1;
+    if (k > b->slot_ctx - 1 - s->pos) k = b->slot_ctx - 1 - s->pos;
+    if (k < b->sc.params.n_draft_min) return 0;
+    qlm_err err = {0};
+    const double t0 = qlm_now_ms();
+    const int rc = s->drafter->propose(s->drafter, s->hist, s->n_hist, k, &s->draft, &err);
+    gl_set_threads(qlm_ctx_n_threads(b->ctx));
+    s->draft_ms += qlm_now_ms() - t0;
+    if (rc) return qlm_cli_report(&err);
+    if (s->draft.n > k) s->draft.n = k;
+    if (s->draft.n < b->sc.params.n_draft_min) s->draft.n = 0;
+    return 0;
+}
+
+/* Walks the rows of s's entries in a verify step (from row0): accepted
+ * drafts, then a replacement or the bonus token; cells after the last
+ * accepted draft saw a future that did not happen and are removed. */
+static int verify(batch *b, slot *s, int seq, int row0)
+{
+    const qlm_draft *d = &s->draft;
+    if (s->j.n_predict >= 0 && s->n_gen >= s->j.n_predict) return finish(b, s, seq, "length");
+    /* counted before the tokens go out: the line's record may be written
+     * by the take that ends it */
+    if (d->n) {
+        s->n_rounds++;
+        s->n_drafted += d->n;
+    }
+    int rc = 0;
+    for (int i = 0; i <= d->n; i++) {
+        bool rejected;
+        const int32_t tok = qlm_spec_decide(&b->ver, s->smp, qlm_logits(b->ctx, row0 + i), d, i, &rejected);
+        if (i < d->n && !rejected) s->n_accepted++;
+        if ((rc = take(b, s, seq, tok)) || !s->busy || rejected) break;
+    }
+    if (!rc && s->busy) qlm_kv_seq_rm(qlm_ctx_kv(b->ctx), seq, s->pos, -1);
+    return rc;
+}
+
 static int run(batch *b)
 {
     qlm_batch step;
     const int P = b->o.parallel, nb = qlm_ctx_n_batch(b->ctx);
-    if (qlm_batch_init(&step, nb > P ? nb : P)) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
-    /* The step's entries are one token of each sequence, each to be
-     * computed exactly as a one-token batch (the sequence alone) would. */
+    const int per_seq = b->sc.drafter ? b->sc.params.n_draft + 1 : 1;
+    if (qlm_batch_init(&step, nb > P * per_seq ? nb : P * per_seq))
+        return qlm_cli_error(QLM_ERUNTIME, "out of memory");
+    /* The step's entries are one token of each sequence (or its pending
+     * token and draft), each to be computed exactly as a one-token batch
+     * (the sequence alone, token by token) would. */
     step.one_by_one = true;
     int rc = 0;
     qlm_err err = {0};
-    int busy_idx[QLM_MAX_SEQ];
+    int busy_idx[QLM_MAX_SEQ], row0[QLM_MAX_SEQ];
     for (;;) {
         /* Fill free slots with the next lines. */
         for (int i = 0; i < P && !rc && !interrupted && !b->out_broken; i++) {
@@ -740,22 +836,47 @@ static int run(batch *b)
             }
         }
         if (rc || interrupted || b->out_broken) break;
-        /* One token for every live sequence, all in one batch. */
+        /* One token (and its draft) for every live sequence, all in one batch. */
         int n_busy = 0;
         step.n = 0;
-        for (int i = 0; i < P; i++)
-            if (b->slots[i].busy) {
-                busy_idx[n_busy++] = i;
-                qlm_batch_add(&step, b->slots[i].last, b->slots[i].pos, i, true);
-            }
-        if (!n_busy) break;
+        for (int i = 0; i < P && !rc; i++) {
+            slot *s = &b->slots[i];
+            if (!s->busy) continue;
+            if (s->drafter && (rc = propose(b, s))) break;
+            busy_idx[n_busy] = i;
+            row0[n_busy++] = step.n;
+            qlm_batch_add(&step, s->last, s->pos, i, true);
+            for (int k = 0; s->drafter && k < s->draft.n; k++) qlm_batch_add(&step, s->draft.tok[k], s->pos + 1 + k, i, true);
+        }
+        if (rc || !n_busy) break;
         if ((rc = qlm_decode(b->ctx, &step, &err))) { qlm_cli_report(&err); break; }
-        for (int k = 0; k < n_busy && !rc; k++)
-            rc = advance(b, &b->slots[busy_idx[k]], busy_idx[k], qlm_logits(b->ctx, k));
+        for (int k = 0; k < n_busy && !rc; k++) {
+            slot *s = &b->slots[busy_idx[k]];
+            rc = s->drafter ? verify(b, s, busy_idx[k], row0[k]) : advance(b, s, busy_idx[k], qlm_logits(b->ctx, row0[k]));
+        }
         draw_progress(b, false);
     }
     qlm_batch_free(&step);
     return rc;
+}
+
+/* With -md or --lookup: a drafter and a token history for every slot. */
+static int start_spec(batch *b, const qlm_ctx_params *cp, qlm_err *err)
+{
+    qlm_ctx_params dcp = *cp;
+    dcp.n_ctx = b->slot_ctx;
+    int rc = qlm_spec_cli_start(&b->sc, &b->o.spec, b->m, b->ctx, &dcp, &b->o.sp, err);
+    if (rc || !b->sc.drafter) return rc;
+    if (qlm_spec_verifier_init(&b->ver, b->m->hp.n_vocab, QLM_SPEC_RULE_STANDARD))
+        return qlm_fail(err, QLM_ERUNTIME, "out of memory");
+    for (int i = 0; i < b->o.parallel; i++) {
+        slot *s = &b->slots[i];
+        if (!(s->hist = malloc(sizeof *s->hist * ((size_t)b->slot_ctx + 1))))
+            return qlm_fail(err, QLM_ERUNTIME, "out of memory");
+        if (!i) s->drafter = b->sc.drafter;
+        else if ((rc = qlm_spec_cli_drafter(&b->sc, &s->drafter, err))) return rc;
+    }
+    return QLM_OK;
 }
 
 int qlm_cmd_batch(int argc, char **argv)
@@ -781,6 +902,7 @@ int qlm_cmd_batch(int argc, char **argv)
         rc = qlm_fail(&err, QLM_ERUNTIME, "out of memory");
         goto fail;
     }
+    if ((rc = start_spec(&b, &cp, &err))) goto fail;
     if (logs)
         fprintf(stderr, "qlm: %s loaded in %.0f ms; %d sequences of up to %d tokens\n", b.m->name,
                 qlm_now_ms() - t0, b.o.parallel, b.slot_ctx);
@@ -804,6 +926,9 @@ int qlm_cmd_batch(int argc, char **argv)
         fprintf(stderr, "qlm: %ld lines written (%ld with errors), %ld already done; %lld prompt tokens "
                 "shared from the cache; %lld tokens generated in %.1f s (%.1f t/s)\n", b.finished, b.errors,
                 b.skipped, b.cached_tokens, b.gen_tokens, secs, secs > 0 ? b.gen_tokens / secs : 0.0);
+        if (b.sc.drafter)
+            fprintf(stderr, "qlm: speculative (%s): drafted %lld, accepted %lld (%.1f%%)\n", b.sc.drafter->kind,
+                    b.drafted, b.accepted, b.drafted ? 100.0 * b.accepted / b.drafted : 0.0);
     }
     /* A reader that went away is not an error; a full disk is: lines were
      * lost, and the run can be resumed once there is room. */
@@ -826,7 +951,14 @@ done:
                 job_free(&b.slots[i].j);
                 free(b.slots[i].text);
             }
-    for (int i = 0; b.slots && i < b.o.parallel; i++) free(b.slots[i].kv_toks);
+    for (int i = 0; b.slots && i < b.o.parallel; i++) {
+        free(b.slots[i].kv_toks);
+        free(b.slots[i].hist);
+        qlm_draft_free(&b.slots[i].draft);
+        if (i) qlm_drafter_free(b.slots[i].drafter);   /* slot 0's is sc's */
+    }
+    qlm_spec_verifier_free(&b.ver);
+    qlm_spec_cli_end(&b.sc);
     free(b.slots);
     for (long i = 0; i < b.pending_cap; i++) free(b.pending[i]);
     free(b.pending);

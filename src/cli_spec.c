@@ -64,6 +64,7 @@ int qlm_spec_cli_start(qlm_spec_cli *sc, const qlm_spec_opts *o, const qlm_model
     sc->params.n_draft = o->n_draft;
     sc->params.n_draft_min = o->n_draft_min;
     sc->params.adaptive = !o->fixed;
+    sc->ngram = o->ngram;
     if (o->lookup) return qlm_drafter_lookup_new(&sc->drafter, o->ngram, 1, err);
     int rc = qlm_model_load(&sc->draft, o->draft_model, err);
     int n_shared = 0;
@@ -76,11 +77,20 @@ int qlm_spec_cli_start(qlm_spec_cli *sc, const qlm_spec_opts *o, const qlm_model
                                  .n_min = o->n_draft_min, .p_min = o->p_min,
                                  /* decoding streams the weights: size is the first guess at cost */
                                  .rel_cost = (double)sc->draft->gguf->size / (double)m->gguf->size};
-    /* as many cells as the target: drafts run up to the target's positions */
-    dp.ctx.n_ctx = qlm_ctx_n_ctx(c);
+    /* as many cells as the target's sequence: drafts run up to its positions */
+    dp.ctx.n_ctx = cp->n_ctx > 0 ? cp->n_ctx : qlm_ctx_n_ctx(c);
     if (o->threads_draft) dp.ctx.n_threads = o->threads_draft;
+    sc->dp = dp;
     if ((rc = qlm_drafter_model_new(&sc->drafter, &dp, err))) qlm_spec_cli_end(sc);
     return rc;
+}
+
+int qlm_spec_cli_drafter(const qlm_spec_cli *sc, qlm_drafter **out, qlm_err *err)
+{
+    *out = NULL;
+    if (!sc->drafter) return QLM_OK;
+    if (!sc->draft) return qlm_drafter_lookup_new(out, sc->ngram, 1, err);
+    return qlm_drafter_model_new(out, &sc->dp, err);
 }
 
 void qlm_spec_cli_end(qlm_spec_cli *sc)

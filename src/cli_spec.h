@@ -29,13 +29,21 @@ typedef struct qlm_spec_cli {
     qlm_drafter *drafter;  /* NULL: no speculation */
     qlm_spec_params params;
     qlm_spec_stats stats;
+    /* how to make more drafters like this one (qlm_spec_cli_drafter) */
+    qlm_draft_model_params dp;
+    int ngram;
 } qlm_spec_cli;
 
 /* Loads and checks the draft model (or sets up lookup) for target m;
- * leaves sc->drafter NULL when no speculative flag was given. */
+ * leaves sc->drafter NULL when no speculative flag was given.  The draft
+ * model's context gets cp->n_ctx cells (0: as many as c has). */
 int qlm_spec_cli_start(qlm_spec_cli *sc, const qlm_spec_opts *o, const qlm_model *m, qlm_ctx *c,
                        const qlm_ctx_params *cp, const qlm_sampler_params *sp, qlm_err *err);
 void qlm_spec_cli_end(qlm_spec_cli *sc);
+/* One more drafter like sc->drafter with state of its own (a draft
+ * model's context and cache; the loaded model is shared), for a loop that
+ * drafts for several sequences; *out NULL without speculation. */
+int qlm_spec_cli_drafter(const qlm_spec_cli *sc, qlm_drafter **out, qlm_err *err);
 /* ,"speculative":{...} for --json (nothing without a drafter). */
 void qlm_spec_cli_json(FILE *f, const qlm_spec_cli *sc, const qlm_gen_stats *st);
 /* One line for -v. */

@@ -174,6 +174,46 @@ then pass batch_equals_run
 elif [ $KV_BITEXACT = 1 ]; then fail batch_equals_run "$(tail -1 "$tmp/py")"
 else echo "XFAIL batch_equals_run: expected failure until attention is bit-exact across interleaved sequences: $(tail -1 "$tmp/py")"; fi
 
+# --- speculative decoding: greedy texts with -md (the target itself, a
+# deliberately bad draft) and --lookup are those without, one sequence at
+# a time and with several sequences' drafts checked in one batch; each
+# record counts its drafted and accepted tokens ---
+"$BUILD/tests/test_spec" --write-draft bad "$M" "$tmp/bad.gguf" || echo "FAIL batch_setup: cannot write a bad draft"
+python3 - "$tmp/spec.jsonl" <<'EOF'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(8):
+        line = {"id": i, "prompt": "hello world hello world " * (i % 3 + 1) + str(i), "n_predict": 20 + 5 * i}
+        if i == 5: line["stop"] = "o"
+        f.write(json.dumps(line) + "\n")
+EOF
+ok=1
+for np in 1 4; do
+    $QLM batch -m "$M" "$tmp/spec.jsonl" --temp 0 --parallel $np >"$tmp/plain.jsonl" 2>"$tmp/err" || { ok=0; echo "# plain -np $np: $(head -2 "$tmp/err")"; }
+    for flags in "-md $M" "-md $tmp/bad.gguf --draft 3" "--lookup" "--lookup --draft 2 --draft-min 2"; do
+        $QLM batch -m "$M" "$tmp/spec.jsonl" --temp 0 --parallel $np $flags -v >"$tmp/sp.jsonl" 2>"$tmp/err" ||
+            { ok=0; echo "# -np $np $flags: $(head -2 "$tmp/err")"; continue; }
+        grep -q '^qlm: speculative ([a-z]*): drafted [0-9]*, accepted' "$tmp/err" || { ok=0; echo "# -np $np $flags: no summary"; }
+        python3 -c '
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]; b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) == 8, (len(a), len(b))
+for x, y in zip(a, b):
+    assert (x["id"], x["text"], x["finish_reason"]) == (y["id"], y["text"], y["finish_reason"]), (x, y)
+    t = y["tokens"]
+    assert t["generated"] == x["tokens"]["generated"] and 0 <= t["accepted"] <= t["drafted"], t
+    assert "draft_ms" in y["timings"], y
+if sys.argv[3].startswith("-md") and "bad" not in sys.argv[3]:   # the target as its own draft
+    assert all(y["tokens"]["accepted"] > 0 for y in b), [y["tokens"] for y in b]
+assert sum(y["tokens"]["drafted"] for y in b) > 0, "nothing drafted"
+' "$tmp/plain.jsonl" "$tmp/sp.jsonl" "$flags" 2>"$tmp/py" || { ok=0; echo "# -np $np $flags: $(tail -1 "$tmp/py")"; }
+    done
+done
+if [ $ok = 1 ]; then pass batch_spec_greedy_identical; else fail batch_spec_greedy_identical "see above"; fi
+$QLM batch -m "$M" "$tmp/spec.jsonl" -md "$M" --lookup >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && [ ! -s "$tmp/out" ]; then pass batch_spec_two_drafters
+else fail batch_spec_two_drafters "rc=$rc $(head -2 "$tmp/err")"; fi
+
 # --- the same on the default model (make conformance): 8 chat prompts,
 # each alone and all 8 together, greedy ---
 DM=models/SmolLM2-135M-Instruct.Q4_1.gguf
