@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_fmt.h"
 #include "gguf.h"
 
 int qlm_cli_error(int code, const char *fmt, ...)
@@ -130,4 +131,28 @@ int qlm_cli_sampler_flag(const char *a, const char *v, qlm_sampler_params *sp)
     } else
         return 0;
     return 1;
+}
+
+int qlm_cli_template_flag(const char *v)
+{
+    size_t n;
+    const qlm_named_tmpl *all = qlm_named_tmpl_all(&n);
+    if (!strcmp(v, "list")) {
+        for (size_t i = 0; i < n; i++) printf("%-10s %s\n", all[i].name, all[i].about);
+        fflush(stdout);
+        return -1;
+    }
+    if (qlm_named_tmpl_find(v)) return 0;
+    FILE *f = fopen(v, "rb");
+    if (f) {
+        fclose(f);
+        return 0;
+    }
+    /* checked now, not when the template is first needed: a typo is a
+     * usage error before the model loads, with the names to choose from */
+    char names[512] = "";
+    for (size_t i = 0, k = 0; i < n && k < sizeof names; i++)
+        k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", all[i].name);
+    return qlm_cli_error(QLM_EUSAGE, "--chat-template %s: not a built-in template (%s) nor a readable file: %s",
+                         v, names, strerror(errno));
 }

@@ -44,6 +44,15 @@ int qlm_cli_sampler_flag(const char *flag, const char *v, qlm_sampler_params *sp
  * not, -1 with the usage error printed on a bad value. */
 int qlm_cli_size_flag(const char *a, const char *v, int *n_predict, int *n_ctx, int *n_threads, int *n_batch);
 
+/* --chat-template NAME|FILE, checked when parsed: 0 when v names a
+ * built-in template or a readable file, QLM_EUSAGE (error printed, the
+ * names listed) otherwise; "list" prints the built-ins on stdout and
+ * returns -1 (the command then exits 0). */
+int qlm_cli_template_flag(const char *v);
+#define QLM_CLI_TEMPLATE_HELP \
+    "      --chat-template T   a built-in template by name (--chat-template list shows\n" \
+    "                          them) or a Jinja file, instead of the model's own\n"
+
 int qlm_cmd_run(int argc, char **argv);
 int qlm_cmd_chat(int argc, char **argv);
 int qlm_cmd_batch(int argc, char **argv);

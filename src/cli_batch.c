@@ -166,7 +166,7 @@ static void batch_usage(FILE *f)
         "  --repeat-last-n N       sampling defaults for lines that do not set them\n"
         "                          (as for qlm run; the default temperature is 0.8)\n"
         "      --stop STR          default stop string (repeatable)\n"
-        "      --chat-template F   template for \"messages\" lines instead of the model's\n"
+        QLM_CLI_TEMPLATE_HELP
         QLM_CLI_LOAD_HELP
         "%s"
         "                          In qlm batch each sequence drafts --draft tokens a step\n"
@@ -211,7 +211,11 @@ static int parse_args(int argc, char **argv, batch_opts *o)
         if (zf) continue;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->output = v;
-        else if (!strcmp(a, "--chat-template")) o->chat_template = v;
+        else if (!strcmp(a, "--chat-template")) {
+            const int tf = qlm_cli_template_flag(v);
+            if (tf) return tf;
+            o->chat_template = v;
+        }
         else if (!strcmp(a, "--stop")) {
             if (o->n_stops == MAX_STOPS) return qlm_cli_error(QLM_EUSAGE, "--stop: at most %d stop strings", MAX_STOPS);
             if (!*v) return qlm_cli_error(QLM_EUSAGE, "--stop: empty string");

@@ -74,7 +74,7 @@ static void chat_usage(FILE *f)
         "\n"
         "  -m, --model FILE        GGUF model\n"
         "      --system TEXT       a system message first\n"
-        "      --chat-template F   use the Jinja template in file F, not the model's\n"
+        QLM_CLI_TEMPLATE_HELP
         "      --load FILE         resume a conversation saved with /save\n"
         "      --history FILE      keep the prompt history in FILE\n"
         "                          (default $XDG_STATE_HOME/qlm/chat_history)\n"
@@ -122,7 +122,11 @@ static int parse_args(int argc, char **argv, chat_opts *o)
         if (zf) continue;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "--system")) o->system = v;
-        else if (!strcmp(a, "--chat-template")) o->chat_template = v;
+        else if (!strcmp(a, "--chat-template")) {
+            const int tf = qlm_cli_template_flag(v);
+            if (tf) return tf;
+            o->chat_template = v;
+        }
         else if (!strcmp(a, "--load")) o->load = v;
         else if (!strcmp(a, "--history")) o->history = v;
         else

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chat_fmt.h"
 #include "cli.h"
 #include "cli_spec.h"
 #include "generate.h"
@@ -21,7 +22,6 @@
 #include "prompt_cache.h"
 #include "sample.h"
 #include "stop.h"
-#include "template.h"
 #include "tokenizer.h"
 #include "strbuf.h"
 
@@ -92,7 +92,8 @@ static void run_usage(FILE *f)
         "                          STR itself is not printed)\n"
         "      --chat              wrap the prompt as one user turn in the model's chat template\n"
         "      --system TEXT       with --chat: a system message first\n"
-        "      --chat-template F   with --chat: use the Jinja template in file F instead\n"
+        "      --chat-template T   with --chat: a built-in template by name (--chat-template\n"
+        "                          list shows them) or a Jinja file, instead of the model's\n"
         "      --dump-prompt       print the exact prompt text (after --chat) and exit\n"
         "      --json              print one JSON object: text, tokens, timings, stop reason\n"
         QLM_CLI_LOAD_HELP
@@ -149,7 +150,11 @@ static int parse_args(int argc, char **argv, run_opts *o)
             if ((o->numa = gl_numa_mode_parse(v)) < 0)
                 return qlm_cli_error(QLM_EUSAGE, "--numa: expected distribute, isolate or off, got '%s'", v);
         }
-        else if (IS("--chat-template", NULL)) o->chat_template = v;
+        else if (IS("--chat-template", NULL)) {
+            const int tf = qlm_cli_template_flag(v);
+            if (tf) return tf;
+            o->chat_template = v;
+        }
         else if (IS("--stop", NULL)) {
             if (o->n_stops == (int)(sizeof o->stops / sizeof o->stops[0]))
                 return qlm_cli_error(QLM_EUSAGE, "--stop: at most %d stop strings", o->n_stops);
@@ -266,47 +271,22 @@ static int read_prompt(const run_opts *o, char **text, size_t *len)
  * *text is replaced by the rendered prompt. */
 static int apply_chat(const run_opts *o, const qlm_model *m, char **text, size_t *len, qlm_err *err)
 {
-    char *src = NULL;
-    size_t src_len = 0;
-    if (o->chat_template) {
-        FILE *f = fopen(o->chat_template, "rb");
-        if (!f) return qlm_fail(err, QLM_ELOAD, "cannot read chat template %s: %s", o->chat_template, strerror(errno));
-        src = slurp(f, &src_len);
-        fclose(f);
-        if (!src) return qlm_fail(err, QLM_ELOAD, "cannot read chat template %s", o->chat_template);
-    } else {
-        gguf_str t;
-        if (gguf_get_str(m->gguf, "tokenizer.chat_template", &t))
-            src_len = t.len, src = gguf_str_dup(t);
-        else if (m->arch->chat_template) /* the family's own turn format */
-            src_len = strlen(m->arch->chat_template), src = strdup(m->arch->chat_template);
-        else
-            return qlm_fail(err, QLM_ELOAD, "%s has no chat template (pass --chat-template FILE)", o->model);
-        if (!src) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
-    }
-    qlm_tmpl *tmpl = NULL;
-    int rc = qlm_tmpl_parse(src, src_len, &tmpl, err);
-    free(src);
-    if (rc) return rc;
     /* The template sees the prompt as a C string: refuse embedded NULs
      * rather than silently cutting the prompt short. */
-    if (memchr(*text, 0, *len)) {
-        qlm_tmpl_free(tmpl);
+    if (memchr(*text, 0, *len))
         return qlm_fail(err, QLM_ELOAD, "the prompt contains a NUL byte, which a chat turn cannot hold");
-    }
+    qlm_chat_fmt fmt;
+    int rc = qlm_chat_fmt_init(&fmt, m, o->chat_template, err);
+    if (rc) return rc;
     qlm_chat_msg msgs[2];
     size_t n = 0;
     if (o->system) msgs[n++] = (qlm_chat_msg){.role = "system", .content = o->system};
     (*text)[*len] = 0;
     msgs[n++] = (qlm_chat_msg){.role = "user", .content = *text};
-    const int32_t bos = qlm_vocab_bos(m->vocab), eos = qlm_vocab_eos(m->vocab);
-    qlm_chat_opts co = {.add_generation_prompt = true,
-                        .bos_token = bos >= 0 ? qlm_vocab_text(m->vocab, bos) : NULL,
-                        .eos_token = eos >= 0 ? qlm_vocab_text(m->vocab, eos) : NULL};
     char *out = NULL;
     size_t out_len = 0;
-    rc = qlm_tmpl_render_chat(tmpl, msgs, n, &co, &out, &out_len, err);
-    qlm_tmpl_free(tmpl);
+    rc = qlm_chat_fmt_render(&fmt, msgs, n, true, &out, &out_len, err);
+    qlm_chat_fmt_free(&fmt);
     if (rc) return rc;
     free(*text);
     *text = out;

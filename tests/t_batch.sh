@@ -214,6 +214,21 @@ $QLM batch -m "$M" "$tmp/spec.jsonl" -md "$M" --lookup >"$tmp/out" 2>"$tmp/err";
 if [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && [ ! -s "$tmp/out" ]; then pass batch_spec_two_drafters
 else fail batch_spec_two_drafters "rc=$rc $(head -2 "$tmp/err")"; fi
 
+# --- --chat-template NAME: "messages" lines render through the built-in
+# (the same text as the prompt it stands for); an unknown name is a usage
+# error before anything runs ---
+printf '%s\n' '{"id": "m", "messages": [{"role": "user", "content": "hi"}], "n_predict": 8}' \
+    '{"id": "p", "prompt": "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "n_predict": 8}' > "$tmp/tm.jsonl"
+$QLM batch -m "$M" "$tmp/tm.jsonl" --temp 0 --chat-template chatml >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && python3 -c '
+import json, sys
+a, b = [json.loads(l) for l in open(sys.argv[1])]
+assert a["text"] == b["text"] and a["tokens"]["prompt"] == b["tokens"]["prompt"], (a, b)' "$tmp/out" 2>"$tmp/py"
+then pass batch_template_name; else fail batch_template_name "rc=$rc $(tail -1 "$tmp/py") $(head -2 "$tmp/err")"; fi
+$QLM batch -m "$M" "$tmp/tm.jsonl" --chat-template chatmlx >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q 'not a built-in template (chatml' "$tmp/err" && [ ! -s "$tmp/out" ]
+then pass batch_template_unknown_name; else fail batch_template_unknown_name "rc=$rc $(head -2 "$tmp/err")"; fi
+
 # --- the same on the default model (make conformance): 8 chat prompts,
 # each alone and all 8 together, greedy ---
 DM=models/SmolLM2-135M-Instruct.Q4_1.gguf
