@@ -28,7 +28,8 @@ struct qlm_ctx {
     float *g, *u;   /* [T][F] feed-forward gate and up */
     float *scores;  /* [n_threads][window] attention weights */
     int32_t *vis;   /* [n_threads][n_ctx] visible cells of a query, in order */
-    int *vis_tok;   /* [n_threads][2] token whose list vis holds (-1: none), its length */
+    int *vis_tok;   /* [n_threads][3] token whose list vis holds (-1: none), its length,
+                       whether it is cells 0..n-1 in order */
     int8_t *q8;     /* [n_threads][head_dim] int8 query */
     float *vrows;   /* [n_threads][n_ctx][head_dim] gathered f32 V rows */
     float *krow;    /* [n_threads][KD] a key being re-rotated */
@@ -83,7 +84,7 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     const size_t NT = (size_t)c->n_threads, win = (size_t)(n_ctx + 255) / 256 * 256;
     c->scores = malloc(NT * win * sizeof(float));
     c->vis = malloc(NT * n_ctx * sizeof(int32_t));
-    c->vis_tok = malloc(2 * NT * sizeof(int));
+    c->vis_tok = malloc(3 * NT * sizeof(int));
     c->q8 = malloc(NT * hp->head_dim);
     c->krow = malloc(NT * KD * sizeof(float));
     c->vrows = c->kv.type_v == QLM_KV_F32 ? malloc(NT * n_ctx * hp->head_dim * sizeof(float)) : malloc(1);
@@ -187,6 +188,19 @@ static gl_kv_elem elem_of(qlm_kv_type t)
     return t == QLM_KV_F32 ? GL_KV_F32 : t == QLM_KV_F16 ? GL_KV_F16 : GL_KV_I8;
 }
 
+static bool in_pos_order(const int32_t *cells, int n, const int32_t *pos)
+{
+    for (int i = 1; i < n; i++)
+        if (pos[cells[i]] < pos[cells[i - 1]]) return false;
+    return true;
+}
+
+static int pos_cmp(const void *a, const void *b, void *pos)
+{
+    const int32_t pa = ((const int32_t *)pos)[*(const int32_t *)a], pb = ((const int32_t *)pos)[*(const int32_t *)b];
+    return (pa > pb) - (pa < pb);
+}
+
 static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
 {
     const qlm_hparams *hp = &c->m->hp;
@@ -200,7 +214,7 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
      * further back are masked (exact zeros), not dropped, so the float
      * order stays llama.cpp's */
     const int window = c->m->layers[layer].swa ? hp->n_swa : 0;
-    for (int i = 0; i < c->n_threads; i++) c->vis_tok[2 * i] = -1;
+    for (int i = 0; i < c->n_threads; i++) c->vis_tok[3 * i] = -1;
     /* num_threads: the scratch has n_threads slots, whatever another
      * context set as the process default */
     #pragma omp parallel for collapse(2) schedule(static) num_threads(c->n_threads)
@@ -209,13 +223,22 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
             const int th = omp_get_thread_num();
             int32_t *vis = c->vis + (size_t)th * n_ctx;
             /* consecutive heads of a token share its list */
-            int n = c->vis_tok[2 * th + 1];
-            if (c->vis_tok[2 * th] != t) {
+            int n = c->vis_tok[3 * th + 1];
+            if (c->vis_tok[3 * th] != t) {
                 n = 0;
                 for (int j = 0; j < kv->n_top; j++)
                     if (qlm_kv_visible(kv, j, seq[t], pos[t])) vis[n++] = j;
-                c->vis_tok[2 * th] = t;
-                c->vis_tok[2 * th + 1] = n;
+                c->vis_tok[3 * th] = t;
+                c->vis_tok[3 * th + 1] = n;
+                c->vis_tok[3 * th + 2] = n == 0 || vis[n - 1] == n - 1;
+                /* Ranks follow positions, as they do alone: a sequence
+                 * whose later positions took lower free cells (freed by
+                 * other sequences, or by rejected drafts) would otherwise
+                 * be summed in another order. */
+                if (!in_pos_order(vis, n, kv->pos)) {
+                    qsort_r(vis, (size_t)n, sizeof *vis, pos_cmp, kv->pos);
+                    c->vis_tok[3 * th + 2] = 0;
+                }
             }
             const int kvh = h / group;
             const gl_kv_view kview = {
@@ -226,7 +249,7 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
                 .scale = kv->v_scale ? qlm_kv_v_scale(kv, layer, kvh, 0) : NULL};
             gl_attn_scratch sc = {.s = c->scores + (size_t)th * win, .q8 = c->q8 + (size_t)th * D,
                                   .vrows = c->vrows + (kv->type_v == QLM_KV_F32 ? (size_t)th * n_ctx * D : 0)};
-            const bool contiguous = n == 0 || vis[n - 1] == n - 1;
+            const bool contiguous = c->vis_tok[3 * th + 2];
             const gl_attn_mask mask = {.row_pos = window ? kv->pos : NULL, .min_pos = pos[t] - window + 1};
             gl_attn_head(D, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n,
                          contiguous ? NULL : vis, &mask, n_ctx, c->tiled[t], &sc,

@@ -561,6 +561,72 @@ static void verify_batch_bit_exact(void)
     }
 }
 
+/* The same with other sequences around, as qlm batch verifies: a
+ * sequence whose later positions land in LOWER cells (freed by another
+ * sequence's rejected draft) must still see its keys in position order,
+ * the order it has alone. */
+static void verify_batch_bit_exact_interleaved(void)
+{
+    TEST_BEGIN("verify_batch_bit_exact_cells_out_of_order");
+    char path[64];
+    tmp_path(path);
+    tiny_cfg cfg = tiny_default();
+    qlm_err err = {0};
+    qlm_model *m = NULL;
+    CHECK(!tiny_write(path, &cfg) && !qlm_model_load(&m, path, &err), "setup: %s", err.msg);
+    enum { NT = 12 };
+    const int32_t tk[NT] = {72, 101, 108, 108, 111, 44, 32, 256, 3, 200, 17, 99};
+    qlm_ctx *a = NULL, *b = NULL;
+    qlm_ctx_params cp = {.n_ctx = 64, .n_threads = 2};
+    if (m && !qlm_ctx_new(&a, m, &cp, &err) && !qlm_ctx_new(&b, m, &cp, &err)) {
+        const int V = m->hp.n_vocab;
+        float *one = malloc(sizeof(float) * NT * (size_t)V);
+        qlm_batch bt;
+        qlm_batch_init(&bt, NT);
+        /* alone: a prompt, then token by token */
+        for (int i = 0; i < 4; i++) qlm_batch_add(&bt, tk[i], i, 0, false);
+        qlm_decode(a, &bt, &err);
+        for (int i = 4; i < NT; i++) {
+            bt.n = 0;
+            qlm_batch_add(&bt, tk[i], i, 0, true);
+            qlm_decode(a, &bt, &err);
+            memcpy(one + (size_t)i * V, qlm_logits(a, 0), sizeof(float) * (size_t)V);
+        }
+        /* with sequence 1: cells 0-3 its prompt, 4-7 ours, 8-13 its draft,
+         * 14-15 our positions 4 and 5; its draft is rejected (cells 8-13
+         * free), and our positions 6.. take cells 8.., below 14 and 15 */
+        int same = 1;
+        bt.n = 0;
+        for (int i = 0; i < 4; i++) qlm_batch_add(&bt, tk[NT - 1 - i], i, 1, false);
+        for (int i = 0; i < 4; i++) qlm_batch_add(&bt, tk[i], i, 0, false);
+        same &= !qlm_decode(b, &bt, &err);
+        bt.n = 0;
+        bt.one_by_one = true;
+        for (int i = 4; i < 10; i++) qlm_batch_add(&bt, tk[i - 4], i, 1, true);
+        for (int i = 4; i < 6; i++) qlm_batch_add(&bt, tk[i], i, 0, true);
+        same &= !qlm_decode(b, &bt, &err);
+        for (int i = 4; same && i < 6; i++)
+            same = !memcmp(one + (size_t)i * V, qlm_logits(b, 6 + i - 4), sizeof(float) * (size_t)V);
+        qlm_kv_seq_rm(qlm_ctx_kv(b), 1, 4, -1);
+        bt.n = 0;
+        qlm_batch_add(&bt, tk[3], 4, 1, true);
+        for (int i = 6; i < NT; i++) qlm_batch_add(&bt, tk[i], i, 0, true);
+        same &= !qlm_decode(b, &bt, &err);
+        for (int i = 6; same && i < NT; i++)
+            same = !memcmp(one + (size_t)i * V, qlm_logits(b, 1 + i - 6), sizeof(float) * (size_t)V);
+        CHECK(same, "a sequence's logits depend on where its cells are: %s", err.msg);
+        qlm_batch_free(&bt);
+        free(one);
+    } else {
+        CHECK(0, "context: %s", err.msg);
+    }
+    qlm_ctx_free(a);
+    qlm_ctx_free(b);
+    qlm_model_free(m);
+    unlink(path);
+    TEST_END();
+}
+
 static void sampler_dist(void)
 {
     TEST_BEGIN("sample_dist_is_the_chain");
@@ -606,6 +672,7 @@ int main(int argc, char **argv)
     }
     sampler_dist();
     verify_batch_bit_exact();
+    verify_batch_bit_exact_interleaved();
     greedy_identical(target, close_p, bad);
     distribution_matches(target, close_p, bad, half);
     compat(target);
