@@ -255,5 +255,17 @@ print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) i
     if [ "$same" = 8 ]; then pass batch_default_model_alone_equals_batch_of_8
     elif [ $KV_BITEXACT = 1 ]; then fail batch_default_model_alone_equals_batch_of_8 "$same of 8 identical"
     else echo "XFAIL batch_default_model_alone_equals_batch_of_8: $same of 8 prompts identical; expected until attention is bit-exact across interleaved sequences"; fi
+    # 8 prompts in 4 slots (refilled as lines finish), plain and with
+    # drafts checked across sequences: the texts of one slot alone
+    for flags in "" "--lookup" "-md $DM --draft 4 --draft-p-min 0"; do
+        $QLM batch -m "$DM" "$tmp/sm.jsonl" --temp 0 --parallel 4 -c 512 $flags >"$tmp/sm4.jsonl" 2>/dev/null
+        same=$(python3 -c '
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]; b = [json.loads(l) for l in open(sys.argv[2])]
+print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) if len(a) == len(b) == 8 else -1)
+' "$tmp/sm1.jsonl" "$tmp/sm4.jsonl")
+        name="batch_default_model_4_slots_equal_alone${flags:+_$(echo "$flags" | cut -d' ' -f1 | tr -d -)}"
+        if [ "$same" = 8 ]; then pass "$name"; else fail "$name" "$same of 8 identical"; fi
+    done
 fi
 exit 0
