@@ -93,6 +93,10 @@ typedef struct slot {
     int n_hist;
     int n_drafted, n_accepted, n_rounds;
     double draft_ms;
+    qlm_spec_adapt ad;      /* the draft length, per sequence */
+    int step_acc, step_gen; /* this step's round: drafts accepted, tokens generated */
+    bool step_rej;
+    double step_draft_ms;
 } slot;
 
 /* A shared prefix is a multiple of this many tokens (the token groups of
@@ -169,9 +173,10 @@ static void batch_usage(FILE *f)
         QLM_CLI_TEMPLATE_HELP
         QLM_CLI_LOAD_HELP
         "%s"
-        "                          In qlm batch each sequence drafts --draft tokens a step\n"
-        "                          (the length does not adapt), and the drafts of all\n"
-        "                          sequences are checked in one batch.\n"
+        "                          In qlm batch each sequence drafts for itself (adapting\n"
+        "                          its length to its acceptance and its share of each\n"
+        "                          step's time), and the drafts of all sequences are\n"
+        "                          checked in one batch.\n"
         "  -v, --verbose           log loading and a summary to stderr\n"
         "\n"
         "A progress bar is drawn on stderr when it is a terminal.  Exit status: 0 ok,\n"
@@ -710,6 +715,7 @@ static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
     }
     pb->one_by_one = true;
     if (s->drafter) {
+        qlm_spec_adapt_init(&s->ad, s->drafter->rel_cost);
         /* a draft model reads the prompt too, in prompt time */
         memcpy(s->hist, s->j.ids, sizeof *s->hist * (size_t)n);
         s->n_hist = n;
@@ -769,18 +775,22 @@ static long count_lines(FILE *f)
 static int propose(batch *b, slot *s)
 {
     s->draft.n = 0;
-    int k = b->sc.params.n_draft;
+    s->step_draft_ms = 0;
+    const qlm_spec_params *sp = &b->sc.params;
+    const int k_min = sp->n_draft_min < 1 ? 1 : sp->n_draft_min;
+    int k = sp->adaptive ? qlm_spec_adapt_length(&s->ad, k_min, sp->n_draft) : sp->n_draft;
     if (s->j.n_predict >= 0 && k > s->j.n_predict - s->n_gen - 1) k = s->j.n_predict - s->n_gen - 1;
     if (k > b->slot_ctx - 1 - s->pos) k = b->slot_ctx - 1 - s->pos;
-    if (k < b->sc.params.n_draft_min) return 0;
+    if (k < k_min) return 0;
     qlm_err err = {0};
     const double t0 = qlm_now_ms();
     const int rc = s->drafter->propose(s->drafter, s->hist, s->n_hist, k, &s->draft, &err);
     gl_set_threads(qlm_ctx_n_threads(b->ctx));
-    s->draft_ms += qlm_now_ms() - t0;
+    s->step_draft_ms = qlm_now_ms() - t0;
+    s->draft_ms += s->step_draft_ms;
     if (rc) return qlm_cli_report(&err);
     if (s->draft.n > k) s->draft.n = k;
-    if (s->draft.n < b->sc.params.n_draft_min) s->draft.n = 0;
+    if (s->draft.n < k_min) s->draft.n = 0;
     return 0;
 }
 
@@ -798,14 +808,37 @@ static int verify(batch *b, slot *s, int seq, int row0)
         s->n_drafted += d->n;
     }
     int rc = 0;
+    s->step_acc = s->step_gen = 0;
+    s->step_rej = false;
     for (int i = 0; i <= d->n; i++) {
-        bool rejected;
-        const int32_t tok = qlm_spec_decide(&b->ver, s->smp, qlm_logits(b->ctx, row0 + i), d, i, &rejected);
-        if (i < d->n && !rejected) s->n_accepted++;
-        if ((rc = take(b, s, seq, tok)) || !s->busy || rejected) break;
+        const int32_t tok = qlm_spec_decide(&b->ver, s->smp, qlm_logits(b->ctx, row0 + i), d, i, &s->step_rej);
+        if (i < d->n && !s->step_rej) {
+            s->n_accepted++;
+            s->step_acc++;
+        }
+        s->step_gen++;
+        if ((rc = take(b, s, seq, tok)) || !s->busy || s->step_rej) break;
     }
     if (!rc && s->busy) qlm_kv_seq_rm(qlm_ctx_kv(b->ctx), seq, s->pos, -1);
     return rc;
+}
+
+/* Feeds each sequence's controller its share of the step: one step
+ * serves every sequence, so its time is split by entries (a sequence
+ * with a draft of k is k + 1 of them); what a draft costs to make is its
+ * own. */
+static void adapt_step(batch *b, const int *busy_idx, const int *row0, int n_busy, int n_entries, double ms)
+{
+    for (int k = 0; k < n_busy; k++) {
+        slot *s = &b->slots[busy_idx[k]];
+        if (!s->busy) continue;   /* finished: the next line starts afresh */
+        const int entries = (k + 1 < n_busy ? row0[k + 1] : n_entries) - row0[k];
+        const double share = ms * entries / n_entries;
+        if (!s->draft.n) qlm_spec_adapt_plain(&s->ad, share);
+        else
+            qlm_spec_adapt_round(&s->ad, s->draft.n, s->step_acc, s->step_rej, s->step_draft_ms, share,
+                                 s->step_gen);
+    }
 }
 
 static int run(batch *b)
@@ -853,11 +886,13 @@ static int run(batch *b)
             for (int k = 0; s->drafter && k < s->draft.n; k++) qlm_batch_add(&step, s->draft.tok[k], s->pos + 1 + k, i, true);
         }
         if (rc || !n_busy) break;
+        const double t0 = qlm_now_ms();
         if ((rc = qlm_decode(b->ctx, &step, &err))) { qlm_cli_report(&err); break; }
         for (int k = 0; k < n_busy && !rc; k++) {
             slot *s = &b->slots[busy_idx[k]];
             rc = s->drafter ? verify(b, s, busy_idx[k], row0[k]) : advance(b, s, busy_idx[k], qlm_logits(b->ctx, row0[k]));
         }
+        if (!rc && b->sc.drafter && b->sc.params.adaptive) adapt_step(b, busy_idx, row0, n_busy, step.n, qlm_now_ms() - t0);
         draw_progress(b, false);
     }
     qlm_batch_free(&step);

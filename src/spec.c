@@ -57,37 +57,22 @@ void qlm_drafter_free(qlm_drafter *d)
  * token of recent rounds is worse than plain, speculation pauses for a
  * stretch of plain tokens, twice as long after each pause that did not
  * end in a paying round, and then probes again. */
-typedef struct adapt {
-    double t_plain;     /* ms per plain decode (EMA); 0 until measured */
-    double acc, trials; /* decayed counts: accepted drafts, accept/reject events */
-    double beta;        /* extra cost of one more verify entry, in plain decodes */
-    double t_draft;     /* ms per drafted token; 0 until measured */
-    double draft_prior; /* until then: t_draft / t_plain guessed by the drafter */
-    double spec_ms, spec_tok; /* decayed sums over recent rounds: time, tokens generated */
-    int rounds;         /* speculative rounds since the last pause */
-    int off_left;       /* plain tokens left in the current pause */
-    int pause;          /* length of the next pause */
-    int n_pauses;
-    double excess;      /* ms a round costs beyond plain decoding of its tokens (EMA) */
-    bool after_pause;   /* the next round probes; its draft time includes catching up */
-} adapt;
-
 #define PAUSE_MIN 16
 #define PAUSE_MAX 1024
 #define EMA(x, v, w) ((x) = (x) > 0 ? (x) + (w) * ((v) - (x)) : (v))
 
-static void adapt_init(adapt *a)
+void qlm_spec_adapt_init(qlm_spec_adapt *a, double draft_prior)
 {
     /* priors: acceptance 1/2, a verify entry costs 0.3 plain decodes (a
      * batch of 8 on two cores costs about 3 single decodes) */
-    *a = (adapt){.acc = 1, .trials = 2, .beta = 0.3, .pause = PAUSE_MIN};
+    *a = (qlm_spec_adapt){.acc = 1, .trials = 2, .beta = 0.3, .pause = PAUSE_MIN, .draft_prior = draft_prior};
 }
 
 /* A probe costs about one round's excess; pauses are long enough that
  * probing takes at most PROBE_SHARE of the time. */
 #define PROBE_SHARE 0.02
 
-static void adapt_pause(adapt *a)
+static void adapt_pause(qlm_spec_adapt *a)
 {
     int len = a->pause;
     if (a->t_plain > 0 && a->excess / (PROBE_SHARE * a->t_plain) > len)
@@ -100,7 +85,7 @@ static void adapt_pause(adapt *a)
     a->n_pauses++;
 }
 
-static int adapt_length(adapt *a, int k_min, int k_max)
+int qlm_spec_adapt_length(qlm_spec_adapt *a, int k_min, int k_max)
 {
     if (a->off_left > 0 || a->t_plain <= 0) return 0;
     const double al = a->acc / a->trials;
@@ -125,14 +110,14 @@ static int adapt_length(adapt *a, int k_min, int k_max)
     return best;
 }
 
-static void adapt_plain(adapt *a, double ms)
+void qlm_spec_adapt_plain(qlm_spec_adapt *a, double ms)
 {
     EMA(a->t_plain, ms, 0.2);
     if (a->off_left > 0) a->off_left--;
 }
 
-static void adapt_round(adapt *a, int k, int accepted, bool rejected, double draft_ms, double verify_ms,
-                        int generated)
+void qlm_spec_adapt_round(qlm_spec_adapt *a, int k, int accepted, bool rejected, double draft_ms,
+                          double verify_ms, int generated)
 {
     a->acc = 0.8 * a->acc + accepted;
     a->trials = 0.8 * a->trials + accepted + rejected;
@@ -296,9 +281,8 @@ int qlm_spec_generate_ex(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const q
     qlm_batch b = {0};
     qlm_draft dr = {0};
     qlm_spec_verifier ver = {0};
-    adapt a;
-    adapt_init(&a);
-    a.draft_prior = d->rel_cost;
+    qlm_spec_adapt a;
+    qlm_spec_adapt_init(&a, d->rel_cost);
     /* the prompt phase first: it checks the prompt and resets *st */
     const int n_threads = qlm_ctx_n_threads(c);
     double t0 = qlm_now_ms();
@@ -331,7 +315,7 @@ int qlm_spec_generate_ex(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const q
         const int n_past = r.n_hist - 1; /* the pending token's position */
         /* budget: a round of k drafts yields up to k + 1 tokens, and its
          * last entry must fit in the context */
-        int k = sp->adaptive ? adapt_length(&a, k_min, k_max) : k_max;
+        int k = sp->adaptive ? qlm_spec_adapt_length(&a, k_min, k_max) : k_max;
         if (n_plain_first > 0) k = 0;
         if (n_predict >= 0 && k > n_predict - st->n_gen - 1) k = n_predict - st->n_gen - 1;
         if (k > n_ctx - 1 - n_past) k = n_ctx - 1 - n_past;
@@ -361,7 +345,7 @@ int qlm_spec_generate_ex(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const q
             const double ms = qlm_now_ms() - tv;
             spec->plain_ms += ms;
             spec->n_plain++;
-            adapt_plain(&a, ms);
+            qlm_spec_adapt_plain(&a, ms);
             if (n_plain_first > 0) n_plain_first--;
             if (ended) break;
             continue;
@@ -380,7 +364,7 @@ int qlm_spec_generate_ex(qlm_ctx *c, const qlm_model *m, qlm_drafter *d, const q
         spec->n_drafted += dr.n;
         spec->n_accepted += accepted;
         if (ended) break;
-        if (sp->adaptive) adapt_round(&a, dr.n, accepted, rejected, draft_ms, verify_ms, accepted + 1);
+        if (sp->adaptive) qlm_spec_adapt_round(&a, dr.n, accepted, rejected, draft_ms, verify_ms, accepted + 1);
         /* entries after the last accepted draft saw a future that did not happen */
         qlm_kv_seq_rm(kv, 0, n_past + accepted + 1, -1);
     }

@@ -130,6 +130,37 @@ void qlm_spec_verifier_free(qlm_spec_verifier *v);
 int32_t qlm_spec_decide(qlm_spec_verifier *v, qlm_sampler *s, const float *logits, const qlm_draft *d, int i,
                         bool *rejected);
 
+/* The adaptive controller of the speculative loop (spec.c), for loops
+ * that run their own rounds (qlm batch keeps one per sequence): the draft
+ * length that gives the most tokens per millisecond under a cost model
+ * measured online, and pauses (plain decoding) when none beats plain.
+ * Its decisions use only what happened before the round. */
+typedef struct qlm_spec_adapt {
+    double t_plain;     /* ms per plain decode (EMA); 0 until measured */
+    double acc, trials; /* decayed counts: accepted drafts, accept/reject events */
+    double beta;        /* extra cost of one more verify entry, in plain decodes */
+    double t_draft;     /* ms per drafted token; 0 until measured */
+    double draft_prior; /* until then: t_draft / t_plain guessed by the drafter */
+    double spec_ms, spec_tok; /* decayed sums over recent rounds: time, tokens generated */
+    int rounds;         /* speculative rounds since the last pause */
+    int off_left;       /* plain tokens left in the current pause */
+    int pause;          /* length of the next pause */
+    int n_pauses;
+    double excess;      /* ms a round costs beyond plain decoding of its tokens (EMA) */
+    bool after_pause;   /* the next round probes; its draft time includes catching up */
+} qlm_spec_adapt;
+
+/* draft_prior: the drafter's rel_cost. */
+void qlm_spec_adapt_init(qlm_spec_adapt *a, double draft_prior);
+/* Tokens to draft next, in [k_min, k_max], or 0: decode plainly. */
+int qlm_spec_adapt_length(qlm_spec_adapt *a, int k_min, int k_max);
+/* After a plain step that took ms. */
+void qlm_spec_adapt_plain(qlm_spec_adapt *a, double ms);
+/* After a round of k drafts: accepted of them (rejected: the round ended
+ * on a rejection), its drafting and verifying time, tokens it generated. */
+void qlm_spec_adapt_round(qlm_spec_adapt *a, int k, int accepted, bool rejected, double draft_ms,
+                          double verify_ms, int generated);
+
 /* qlm_generate with a drafter: same contract (prompt into sequence 0 of
  * an empty cache, callback per token, stop reasons, stats), the tokens of
  * the target alone.  spec may be NULL (stats not wanted). */

@@ -507,75 +507,68 @@ static void compat(const char *target_path)
  * kernels: k tokens in one one_by_one batch give the bits of k one-token
  * decodes (llama.cpp's repacked Q4_K gemm sums in another order than its
  * gemv, so this needs the single-token kernels for every token). */
-static void verify_batch_bit_exact(void)
+enum { NT = 12 };
+static const int32_t TK[NT] = {72, 101, 108, 108, 111, 44, 32, 256, 3, 200, 17, 99};
+
+/* A way of decoding TK[4..NT) in batches on context b (TK[0..4) is the
+ * prompt, as in generation): true when every token's logits equal
+ * one[i * V ...], what token-by-token decoding gave. */
+typedef int (*batch_way)(qlm_ctx *b, qlm_batch *bt, const float *one, int V, qlm_err *err);
+
+static int same_row(const float *one, int i, const float *row, int V)
 {
-    static const qt_type types[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K, QT_Q3_K, QT_Q5_K, QT_Q6_K, QT_Q8_0, QT_IQ4_NL, QT_F16};
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        char name[80], path[64];
-        snprintf(name, sizeof name, "verify_batch_bit_exact_%s", qt_get(types[ti])->name);
-        TEST_BEGIN(name);
-        tmp_path(path);
-        tiny_cfg cfg = tiny_default();
-        cfg.n_embd = 256; /* K-quant rows */
-        cfg.n_ff = 256;
-        cfg.wtype = types[ti];
-        qlm_err err = {0};
-        qlm_model *m = NULL;
-        CHECK(!tiny_write(path, &cfg) && !qlm_model_load(&m, path, &err), "setup: %s", err.msg);
-        enum { NT = 12 };
-        const int32_t tk[NT] = {72, 101, 108, 108, 111, 44, 32, 256, 3, 200, 17, 99};
-        qlm_ctx *a = NULL, *b = NULL;
-        qlm_ctx_params cp = {.n_ctx = 64, .n_threads = 2};
-        if (m && !qlm_ctx_new(&a, m, &cp, &err) && !qlm_ctx_new(&b, m, &cp, &err)) {
-            const int V = m->hp.n_vocab;
-            float *one = malloc(sizeof(float) * NT * (size_t)V);
-            qlm_batch bt;
-            qlm_batch_init(&bt, NT);
-            /* a prompt first, as in generation, then the tokens to check */
-            for (int i = 0; i < 4; i++) qlm_batch_add(&bt, tk[i], i, 0, false);
-            qlm_decode(a, &bt, &err);
-            qlm_decode(b, &bt, &err);
-            for (int i = 4; i < NT; i++) {
-                bt.n = 0;
-                qlm_batch_add(&bt, tk[i], i, 0, true);
-                qlm_decode(a, &bt, &err);
-                memcpy(one + (size_t)i * V, qlm_logits(a, 0), sizeof(float) * (size_t)V);
-            }
-            bt.n = 0;
-            bt.one_by_one = true;
-            for (int i = 4; i < NT; i++) qlm_batch_add(&bt, tk[i], i, 0, true);
-            int same = !qlm_decode(b, &bt, &err);
-            for (int i = 4; same && i < NT; i++)
-                same = !memcmp(one + (size_t)i * V, qlm_logits(b, i - 4), sizeof(float) * (size_t)V);
-            CHECK(same, "a one_by_one batch of %d differs from one-token decodes", NT - 4);
-            qlm_batch_free(&bt);
-            free(one);
-        } else {
-            CHECK(0, "context: %s", err.msg);
-        }
-        qlm_ctx_free(a);
-        qlm_ctx_free(b);
-        qlm_model_free(m);
-        unlink(path);
-        TEST_END();
-    }
+    return !memcmp(one + (size_t)i * V, row, sizeof(float) * (size_t)V);
 }
 
-/* The same with other sequences around, as qlm batch verifies: a
- * sequence whose later positions land in LOWER cells (freed by another
- * sequence's rejected draft) must still see its keys in position order,
- * the order it has alone. */
-static void verify_batch_bit_exact_interleaved(void)
+/* All of them in one one_by_one batch. */
+static int way_one_batch(qlm_ctx *b, qlm_batch *bt, const float *one, int V, qlm_err *err)
 {
-    TEST_BEGIN("verify_batch_bit_exact_cells_out_of_order");
+    bt->n = 0;
+    for (int i = 0; i < 4; i++) qlm_batch_add(bt, TK[i], i, 0, false);
+    qlm_decode(b, bt, err);
+    bt->n = 0;
+    bt->one_by_one = true;
+    for (int i = 4; i < NT; i++) qlm_batch_add(bt, TK[i], i, 0, true);
+    int same = !qlm_decode(b, bt, err);
+    for (int i = 4; same && i < NT; i++) same = same_row(one, i, qlm_logits(b, i - 4), V);
+    return same;
+}
+
+/* With sequence 1 around, as qlm batch verifies: cells 0-3 its prompt,
+ * 4-7 ours, 8-13 its draft, 14-15 our positions 4 and 5; its draft is
+ * rejected (cells 8-13 free), and our positions 6.. take cells 8..,
+ * below 14 and 15.  Our keys must still be read in position order, the
+ * order they have alone. */
+static int way_cells_out_of_order(qlm_ctx *b, qlm_batch *bt, const float *one, int V, qlm_err *err)
+{
+    int same = 1;
+    bt->n = 0;
+    for (int i = 0; i < 4; i++) qlm_batch_add(bt, TK[NT - 1 - i], i, 1, false);
+    for (int i = 0; i < 4; i++) qlm_batch_add(bt, TK[i], i, 0, false);
+    same &= !qlm_decode(b, bt, err);
+    bt->n = 0;
+    bt->one_by_one = true;
+    for (int i = 4; i < 10; i++) qlm_batch_add(bt, TK[i - 4], i, 1, true);
+    for (int i = 4; i < 6; i++) qlm_batch_add(bt, TK[i], i, 0, true);
+    same &= !qlm_decode(b, bt, err);
+    for (int i = 4; same && i < 6; i++) same = same_row(one, i, qlm_logits(b, 6 + i - 4), V);
+    qlm_kv_seq_rm(qlm_ctx_kv(b), 1, 4, -1);
+    bt->n = 0;
+    qlm_batch_add(bt, TK[3], 4, 1, true);
+    for (int i = 6; i < NT; i++) qlm_batch_add(bt, TK[i], i, 0, true);
+    same &= !qlm_decode(b, bt, err);
+    for (int i = 6; same && i < NT; i++) same = same_row(one, i, qlm_logits(b, 1 + i - 6), V);
+    return same;
+}
+
+static void bit_exact_case(const char *name, const tiny_cfg *cfg, batch_way way, const char *what)
+{
     char path[64];
+    TEST_BEGIN(name);
     tmp_path(path);
-    tiny_cfg cfg = tiny_default();
     qlm_err err = {0};
     qlm_model *m = NULL;
-    CHECK(!tiny_write(path, &cfg) && !qlm_model_load(&m, path, &err), "setup: %s", err.msg);
-    enum { NT = 12 };
-    const int32_t tk[NT] = {72, 101, 108, 108, 111, 44, 32, 256, 3, 200, 17, 99};
+    CHECK(!tiny_write(path, cfg) && !qlm_model_load(&m, path, &err), "setup: %s", err.msg);
     qlm_ctx *a = NULL, *b = NULL;
     qlm_ctx_params cp = {.n_ctx = 64, .n_threads = 2};
     if (m && !qlm_ctx_new(&a, m, &cp, &err) && !qlm_ctx_new(&b, m, &cp, &err)) {
@@ -583,38 +576,16 @@ static void verify_batch_bit_exact_interleaved(void)
         float *one = malloc(sizeof(float) * NT * (size_t)V);
         qlm_batch bt;
         qlm_batch_init(&bt, NT);
-        /* alone: a prompt, then token by token */
-        for (int i = 0; i < 4; i++) qlm_batch_add(&bt, tk[i], i, 0, false);
+        /* alone: the prompt, then token by token */
+        for (int i = 0; i < 4; i++) qlm_batch_add(&bt, TK[i], i, 0, false);
         qlm_decode(a, &bt, &err);
         for (int i = 4; i < NT; i++) {
             bt.n = 0;
-            qlm_batch_add(&bt, tk[i], i, 0, true);
+            qlm_batch_add(&bt, TK[i], i, 0, true);
             qlm_decode(a, &bt, &err);
             memcpy(one + (size_t)i * V, qlm_logits(a, 0), sizeof(float) * (size_t)V);
         }
-        /* with sequence 1: cells 0-3 its prompt, 4-7 ours, 8-13 its draft,
-         * 14-15 our positions 4 and 5; its draft is rejected (cells 8-13
-         * free), and our positions 6.. take cells 8.., below 14 and 15 */
-        int same = 1;
-        bt.n = 0;
-        for (int i = 0; i < 4; i++) qlm_batch_add(&bt, tk[NT - 1 - i], i, 1, false);
-        for (int i = 0; i < 4; i++) qlm_batch_add(&bt, tk[i], i, 0, false);
-        same &= !qlm_decode(b, &bt, &err);
-        bt.n = 0;
-        bt.one_by_one = true;
-        for (int i = 4; i < 10; i++) qlm_batch_add(&bt, tk[i - 4], i, 1, true);
-        for (int i = 4; i < 6; i++) qlm_batch_add(&bt, tk[i], i, 0, true);
-        same &= !qlm_decode(b, &bt, &err);
-        for (int i = 4; same && i < 6; i++)
-            same = !memcmp(one + (size_t)i * V, qlm_logits(b, 6 + i - 4), sizeof(float) * (size_t)V);
-        qlm_kv_seq_rm(qlm_ctx_kv(b), 1, 4, -1);
-        bt.n = 0;
-        qlm_batch_add(&bt, tk[3], 4, 1, true);
-        for (int i = 6; i < NT; i++) qlm_batch_add(&bt, tk[i], i, 0, true);
-        same &= !qlm_decode(b, &bt, &err);
-        for (int i = 6; same && i < NT; i++)
-            same = !memcmp(one + (size_t)i * V, qlm_logits(b, 1 + i - 6), sizeof(float) * (size_t)V);
-        CHECK(same, "a sequence's logits depend on where its cells are: %s", err.msg);
+        CHECK(way(b, &bt, one, V, &err), "%s: %s", what, err.msg);
         qlm_batch_free(&bt);
         free(one);
     } else {
@@ -625,6 +596,23 @@ static void verify_batch_bit_exact_interleaved(void)
     qlm_model_free(m);
     unlink(path);
     TEST_END();
+}
+
+static void verify_batch_bit_exact(void)
+{
+    static const qt_type types[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K, QT_Q3_K, QT_Q5_K, QT_Q6_K, QT_Q8_0, QT_IQ4_NL, QT_F16};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        char name[80];
+        snprintf(name, sizeof name, "verify_batch_bit_exact_%s", qt_get(types[ti])->name);
+        tiny_cfg cfg = tiny_default();
+        cfg.n_embd = 256; /* K-quant rows */
+        cfg.n_ff = 256;
+        cfg.wtype = types[ti];
+        bit_exact_case(name, &cfg, way_one_batch, "a one_by_one batch differs from one-token decodes");
+    }
+    const tiny_cfg cfg = tiny_default();
+    bit_exact_case("verify_batch_bit_exact_cells_out_of_order", &cfg, way_cells_out_of_order,
+                   "a sequence's logits depend on where its cells are");
 }
 
 static void sampler_dist(void)
@@ -672,7 +660,6 @@ int main(int argc, char **argv)
     }
     sampler_dist();
     verify_batch_bit_exact();
-    verify_batch_bit_exact_interleaved();
     greedy_identical(target, close_p, bad);
     distribution_matches(target, close_p, bad, half);
     compat(target);
