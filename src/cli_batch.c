@@ -588,7 +588,8 @@ static char *result_record(const slot *s, const char *finish)
 
 static bool text_add(slot *s, const char *p, size_t n)
 {
-    return qlm_strbuf_add(&s->text, &s->len, &s->cap, p, n);
+    /* nothing to add may come as NULL (a stopper that never saw text) */
+    return !n || qlm_strbuf_add(&s->text, &s->len, &s->cap, p, n);
 }
 
 /* Clears a slot for its next line, keeping what outlives a line: the
