@@ -103,6 +103,9 @@ extern const qt_repack_ops qt_repack_avx2;
 /* The wide kernels by weight type, without and with AVX512-VNNI. */
 extern const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT];
 extern const qt_rp_wide *const qt_rp_wide_avx512_vnni[QT_COUNT];
+/* Their K-quant entries (quant/x86_avx512_repack_k.c). */
+extern const qt_rp_wide qt_rp_wide_q4_K_avx512, qt_rp_wide_q4_K_avx512_vnni;
+extern const qt_rp_wide qt_rp_wide_q2_K_avx512, qt_rp_wide_q2_K_avx512_vnni;
 /* The K-quant entries of that table (quant/x86_avx2_repack_k.c). */
 void qt_avx2_rp_gemv_q4_K(int n, float *s, const void *w, size_t w_stride, const void *y);
 void qt_avx2_rp_gemm_q4_K(int n, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,

@@ -1,9 +1,7 @@
 /* x86_avx512_repack.c - the wide repack kernels (repack.h) for Q4_0 and
  * IQ4_NL with AVX-512, and the same with AVX512-VNNI.
  *
- * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c;
- * as in x86_avx512.c, vpdpbusd is inline asm behind a constant `vnni` so
- * the file never needs -mavx512vnni.
+ * Compiled with the AVX-512 flags; helpers in x86_avx512_wide.h.
  *
  * Why this shape: the 8-row AVX2 kernels spend most of their time in
  * horizontal sums, because every row's block sum lands spread over eight
@@ -32,8 +30,7 @@
 #include "blocks.h"
 #include "ref.h"
 #include "repack.h"
-
-#define INLINE static inline __attribute__((always_inline))
+#include "x86_avx512_wide.h"
 
 /* Columns one kernel pass accumulates: 16 float accumulators plus 8 quant
  * registers and temporaries fit the 32 zmm registers. */
@@ -44,20 +41,6 @@ typedef struct col_block {
     float d;     /* the activation block's scale, widened */
     int32_t off; /* -(offset) * sum(y): the integer correction */
 } col_block;
-
-/* acc + sum of u.s over each group of 4 bytes, u unsigned from a register,
- * s the 4 signed bytes at p in every lane. */
-INLINE __m512i dot4_bcast(__m512i acc, __m512i u, const int8_t *p, const int vnni)
-{
-    if (vnni) {
-        __asm__("%{evex%} vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const int32_t *)p));
-        return acc;
-    }
-    int32_t s;
-    memcpy(&s, p, sizeof s);
-    const __m512i pairs = _mm512_maddubs_epi16(u, _mm512_set1_epi32(s));
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)));
-}
 
 INLINE float f16(uint16_t h)
 {
@@ -115,7 +98,7 @@ INLINE void cols_4bit(int n, int nc, float *s, size_t ldo, const uint8_t *w, __m
         __m512i u[8]; /* u[k], u[k + 4]: elements 4k..4k+3 and 16+4k..16+4k+3 */
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            const __m512i g = _mm512_i32gather_epi32(rows, blk + 2 + 4 * k, 1);
+            const __m512i g = gather_rows(rows, blk + 2 + 4 * k);
             u[k] = _mm512_and_si512(g, m4);
             u[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), m4);
             if (iq4) {
@@ -124,7 +107,7 @@ INLINE void cols_4bit(int n, int nc, float *s, size_t ldo, const uint8_t *w, __m
             }
         }
         /* the dword at the block start has d in its low half */
-        const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(rows, blk, 1)));
+        const __m512 dw = halves(gather_rows(rows, blk), 0);
 #pragma GCC unroll 16
         for (int c = 0; c < nc; c++) {
             const qt_block_q8_0 *yb = (const qt_block_q8_0 *)(y + c * y_stride) + b;
@@ -145,8 +128,7 @@ INLINE void cols_4bit(int n, int nc, float *s, size_t ldo, const uint8_t *w, __m
 INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
                      size_t y_stride, const void *aux, size_t aux_stride, const int vnni, const int iq4)
 {
-    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32((int)w_stride));
+    const __m512i rows = row_offsets(w_stride);
     const uint8_t *yc = y, *ac = aux;
     int c = 0;
 #define COLS(nc)                                                                                   \
@@ -186,8 +168,10 @@ static const qt_rp_wide wide_q4_0 = {aux_bytes_q8_0, prep_q4_0, run_q4_0};
 static const qt_rp_wide wide_q4_0_vnni = {aux_bytes_q8_0, prep_q4_0, run_q4_0_vnni};
 static const qt_rp_wide wide_iq4_nl_vnni = {aux_bytes_q8_0, prep_iq4_nl, run_iq4_nl_vnni};
 
-const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT] = {[QT_Q4_0] = &wide_q4_0};
-const qt_rp_wide *const qt_rp_wide_avx512_vnni[QT_COUNT] = {[QT_Q4_0] = &wide_q4_0_vnni,
-                                                           [QT_IQ4_NL] = &wide_iq4_nl_vnni};
+const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT] = {
+    [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &qt_rp_wide_q4_K_avx512, [QT_Q2_K] = &qt_rp_wide_q2_K_avx512};
+const qt_rp_wide *const qt_rp_wide_avx512_vnni[QT_COUNT] = {
+    [QT_Q4_0] = &wide_q4_0_vnni, [QT_IQ4_NL] = &wide_iq4_nl_vnni, [QT_Q4_K] = &qt_rp_wide_q4_K_avx512_vnni,
+    [QT_Q2_K] = &qt_rp_wide_q2_K_avx512_vnni};
 
 #endif

@@ -423,6 +423,8 @@ int main(void) {
     test_matmul_routing(QT_Q4_0, 40, 70); /* past a pass of the wide kernels */
     test_matmul_routing(QT_Q4_K, 16, 9);
     test_matmul_routing(QT_Q4_K, 12, 10);
+    test_matmul_routing(QT_Q4_K, 24, 70);
+    test_matmul_routing(QT_Q2_K, 40, 70);
     test_matmul_routing(QT_Q2_K, 16, 9);
     test_matmul_routing(QT_Q6_K, 16, 10);
     test_matmul_routing(QT_Q5_K, 5, 10);
