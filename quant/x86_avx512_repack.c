@@ -5,15 +5,16 @@
  *
  * Why this shape: the 8-row AVX2 kernels spend most of their time in
  * horizontal sums, because every row's block sum lands spread over eight
- * lanes.  Here each of 16 rows owns one int32 lane: a gather of one dword
- * per row gives 4 quant bytes of each row in its lane, and vpdpbusd against
- * 4 activation bytes broadcast from memory adds those 4 products into the
- * row's own lane.  Eight such steps are one 32-element block, exact, with
- * the block's offset correction preloaded in the accumulator; then the
- * same one multiply and one fma per block and output as the reference,
- * in block order, so the bits equal quant/repack_ref.c's.  The gathered
- * weights of a block serve up to 16 columns before the next block, so
- * the weights are read once per 16 tokens; gemv is the 1-column case.
+ * lanes.  Here each of 16 rows owns one int32 lane: a panel of 8 blocks
+ * of the 16 rows is transposed so that one vector holds 4 quant bytes of
+ * each row, and vpdpbusd against 4 activation bytes broadcast from memory
+ * adds those 4 products into the row's own lane.  Eight such steps are one
+ * 32-element block, exact, with the block's offset correction preloaded in
+ * the accumulator; then the same one multiply and one fma per block and
+ * output as the reference, in block order, so the bits equal
+ * quant/repack_ref.c's.  A panel serves every column of the call before
+ * the next is packed, so the weights are read once per call (a pass of
+ * tokens in ggml-lite/matmul.c); gemv is the 1-column case.
  *
  * Exactness of the integer part:
  *   Q4_0: nibbles 0..15 are vpdpbusd's unsigned operand as they are;
@@ -25,6 +26,7 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+#include <stdalign.h>
 #include <string.h>
 
 #include "blocks.h"
@@ -32,9 +34,9 @@
 #include "repack.h"
 #include "x86_avx512_wide.h"
 
-/* Columns one kernel pass accumulates: 16 float accumulators plus 8 quant
- * registers and temporaries fit the 32 zmm registers. */
-#define MAX_COLS 16
+/* Columns that share each panel load: their chains and accumulators, plus
+ * the quant vector and temporaries, fill the 32 zmm registers. */
+#define MAX_COLS 8
 
 /* What a column contributes to every row's block b (repack.h, prep). */
 typedef struct col_block {
@@ -79,68 +81,98 @@ static void prep_iq4_nl(int n, void *aux, const void *y) { prep_q8_0(n, aux, y, 
 /* Q4_0 and IQ4_NL blocks share one layout: f16 d, then 16 bytes holding
  * elements j (low nibble) and j + 16 (high nibble). */
 _Static_assert(sizeof(qt_block_q4_0) == 18 && sizeof(qt_block_iq4_nl) == 18, "block layout");
+#define BLOCK 18
 
-/* `nc` columns (a constant after inlining) of 16 rows. */
-INLINE void cols_4bit(int n, int nc, float *s, size_t ldo, const uint8_t *w, __m512i rows,
-                      const uint8_t *y, size_t y_stride, const uint8_t *aux, size_t aux_stride,
-                      const int vnni, const int iq4)
+/* Blocks per panel: 8 of them (2.3 KB) serve all columns before the next. */
+#define PANEL 8
+
+/* PANEL blocks of 16 rows in row-per-lane form. */
+typedef struct panel {
+    __m512i u[8 * PANEL]; /* block i: u[8i + k], u[8i + 4 + k] = elements 4k..4k+3, 16+4k..16+4k+3 */
+    __m512 d[PANEL];
+} panel;
+
+INLINE void pack(panel *p, const uint8_t *w, size_t stride, int nb, const int iq4)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     /* IQ4_NL's table as v + 128 (v ^ 0x80), in every 128-bit lane */
-    __m128i t = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
+    const __m128i t = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
     const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(t, _mm_set1_epi8((char)0x80)));
-    /* fully unrolled, so that acc[] and u[] live in registers */
-    __m512 acc[MAX_COLS];
-#pragma GCC unroll 16
-    for (int c = 0; c < nc; c++) acc[c] = _mm512_setzero_ps();
-    for (int b = 0; b < n / QT_QK4_0; b++) {
-        const uint8_t *blk = w + (size_t)b * sizeof(qt_block_q4_0);
-        __m512i u[8]; /* u[k], u[k + 4]: elements 4k..4k+3 and 16+4k..16+4k+3 */
+    for (int i = 0; i < nb; i++) {
+        const uint8_t *blk = w + i * BLOCK;
+        __m512i q[4], h[4];
+        load16x4(blk + 2, stride, q);
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            const __m512i g = gather_rows(rows, blk + 2 + 4 * k);
-            u[k] = _mm512_and_si512(g, m4);
-            u[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), m4);
+            __m512i lo = _mm512_and_si512(q[k], m4), hi = _mm512_and_si512(_mm512_srli_epi16(q[k], 4), m4);
             if (iq4) {
-                u[k] = _mm512_shuffle_epi8(table, u[k]);
-                u[k + 4] = _mm512_shuffle_epi8(table, u[k + 4]);
+                lo = _mm512_shuffle_epi8(table, lo);
+                hi = _mm512_shuffle_epi8(table, hi);
             }
+            p->u[8 * i + k] = lo;
+            p->u[8 * i + 4 + k] = hi;
         }
-        /* the dword at the block start has d in its low half */
-        const __m512 dw = halves(gather_rows(rows, blk), 0);
+        load16x4(blk, stride, h); /* only h[0], d in its low half, is used */
+        p->d[i] = halves(h[0], 0);
+    }
+}
+
+/* Adds blocks [b, b + nb) of `nc` columns (a constant after inlining) to
+ * their accumulators in s. */
+INLINE void columns(const panel *p, int nb, const int nc, int b, float *s, size_t ldo, const uint8_t *y,
+                    size_t y_stride, const uint8_t *aux, size_t aux_stride, const int vnni)
+{
+    __m512 acc[MAX_COLS];
+#pragma GCC unroll 16
+    for (int c = 0; c < nc; c++) acc[c] = _mm512_loadu_ps(s + c * ldo);
+    for (int i = 0; i < nb; i++) {
+        const qt_block_q8_0 *yb[MAX_COLS];
+        const col_block *ab[MAX_COLS];
+        __m512i is[MAX_COLS];
 #pragma GCC unroll 16
         for (int c = 0; c < nc; c++) {
-            const qt_block_q8_0 *yb = (const qt_block_q8_0 *)(y + c * y_stride) + b;
-            const col_block *ab = (const col_block *)(aux + c * aux_stride) + b;
-            __m512i is = _mm512_set1_epi32(ab->off);
+            yb[c] = (const qt_block_q8_0 *)(y + c * y_stride) + b + i;
+            ab[c] = (const col_block *)(aux + c * aux_stride) + b + i;
+            is[c] = _mm512_set1_epi32(ab[c]->off);
+        }
 #pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) is = dot4_bcast(is, u[k], yb->qs + 4 * (k & 3) + 16 * (k >> 2), vnni);
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ab->d));
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), d, acc[c]);
+        for (int k = 0; k < 8; k++) {
+            const __m512i u = p->u[8 * i + k];
+#pragma GCC unroll 16
+            for (int c = 0; c < nc; c++) is[c] = dot4_bcast(is[c], u, yb[c]->qs + 4 * (k & 3) + 16 * (k >> 2), vnni);
+        }
+#pragma GCC unroll 16
+        for (int c = 0; c < nc; c++) {
+            const __m512 d = _mm512_mul_ps(p->d[i], _mm512_set1_ps(ab[c]->d));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[c]), d, acc[c]);
         }
     }
 #pragma GCC unroll 16
     for (int c = 0; c < nc; c++) _mm512_storeu_ps(s + c * ldo, acc[c]);
 }
 
-/* All ncols columns, MAX_COLS at a time then in smaller constant widths;
- * Q4_0's and IQ4_NL's gemm order is their gemv order, so `gemm` is moot. */
+/* All ncols columns, panel by panel; Q4_0's and IQ4_NL's gemm order is
+ * their gemv order, so `gemm` is moot. */
 INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
                      size_t y_stride, const void *aux, size_t aux_stride, const int vnni, const int iq4)
 {
-    const __m512i rows = row_offsets(w_stride);
+    alignas(64) panel p;
     const uint8_t *yc = y, *ac = aux;
-    int c = 0;
-#define COLS(nc)                                                                                   \
-    for (; ncols - c >= (nc); c += (nc))                                                           \
-        cols_4bit(n, (nc), s + (size_t)c * ldo, ldo, w, rows, yc + c * y_stride, y_stride,         \
-                  ac + c * aux_stride, aux_stride, vnni, iq4);
-    COLS(MAX_COLS)
-    COLS(8)
-    COLS(4)
-    COLS(2)
-    COLS(1)
-#undef COLS
+    const int nb = n / QT_QK4_0;
+    for (int c = 0; c < ncols; c++) _mm512_storeu_ps(s + c * ldo, _mm512_setzero_ps());
+    for (int b = 0; b < nb; b += PANEL) {
+        const int np = nb - b < PANEL ? nb - b : PANEL;
+        const uint8_t *wb = (const uint8_t *)w + (size_t)b * BLOCK;
+        if (b + 2 * PANEL < nb) prefetch_rows(wb + 2 * PANEL * BLOCK, w_stride, PANEL * BLOCK);
+        pack(&p, wb, w_stride, np, iq4);
+        int c = 0;
+        for (; ncols - c >= MAX_COLS; c += MAX_COLS)
+            columns(&p, np, MAX_COLS, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
+                    aux_stride, vnni);
+        for (; c < ncols; c++)
+            columns(&p, np, 1, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
+                    aux_stride, vnni);
+    }
 }
 
 static void run_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,

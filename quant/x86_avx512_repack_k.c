@@ -2,11 +2,11 @@
  * Q2_K with AVX-512, and the same with AVX512-VNNI.
  *
  * As for Q4_0 (x86_avx512_repack.c), each of 16 rows owns one int32 lane.
- * A super-block of the 16 rows is first gathered into a panel: 64 vectors
+ * A super-block of the 16 rows is first transposed into a panel: 64 vectors
  * holding quant bytes 4i..4i+3 of every row (they pair with activation
  * bytes 4i..4i+3), the per-row scales and mins, d and dmin.  The panel
  * (5 KB, in L1) then serves every column of the call before the next
- * super-block is gathered, 4 columns at a time sharing each load, with the
+ * super-block is packed, 4 columns at a time sharing each load, with the
  * float accumulators kept in the output (acc) and on the stack (accm)
  * between super-blocks.
  *
@@ -57,23 +57,28 @@ INLINE __m512i pair16(__m512i lo, __m512i hi)
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
-static void pack_q4_K(panel *p, const uint8_t *blk, __m512i rows)
+static void pack_q4_K(panel *p, const uint8_t *blk, size_t stride)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     /* qs byte 32g + 4k + t: low nibble element 64g + 4k + t, high 64g + 32 + 4k + t */
+    __m512i raw[32], h[4];
+    load16x16(blk + 16, stride, raw);
+    load16x16(blk + 80, stride, raw + 16);
+#pragma GCC unroll 4
     for (int g = 0; g < 4; g++)
+#pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
-            const __m512i raw = gather_rows(rows, blk + 16 + 32 * g + 4 * k);
-            p->u[16 * g + k] = _mm512_and_si512(raw, m4);
-            p->u[16 * g + 8 + k] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+            p->u[16 * g + k] = _mm512_and_si512(raw[8 * g + k], m4);
+            p->u[16 * g + 8 + k] = _mm512_and_si512(_mm512_srli_epi16(raw[8 * g + k], 4), m4);
         }
-    const __m512i dd = gather_rows(rows, blk);
-    p->d = halves(dd, 0);
-    p->dmin = halves(dd, 1);
+    load16x4(blk, stride, h); /* d | dmin, then the 12 scale bytes */
+    p->d = halves(h[0], 0);
+    p->dmin = halves(h[0], 1);
     /* the 6-bit scales and mins as quant/repack_ref.c's q4_K_scale_min */
-    const __m512i s0 = gather_rows(rows, blk + 4), s1 = gather_rows(rows, blk + 8), s2 = gather_rows(rows, blk + 12);
+    const __m512i s0 = h[1], s1 = h[2], s2 = h[3];
     const __m512i m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15);
     __m512i m[8];
+#pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
         p->sc[j] = _mm512_and_si512(byte_of(s0, j), m63);
         m[j] = _mm512_and_si512(byte_of(s1, j), m63);
@@ -85,30 +90,33 @@ static void pack_q4_K(panel *p, const uint8_t *blk, __m512i rows)
     for (int g = 0; g < 4; g++) p->mins[g] = pair16(m[2 * g], m[2 * g + 1]);
 }
 
-static void pack_q2_K(panel *p, const uint8_t *blk, __m512i rows)
+static void pack_q2_K(panel *p, const uint8_t *blk, size_t stride)
 {
-    __m512i sw[16], m[16]; /* per sub-block: scale in both int16 halves, min */
-    for (int t = 0; t < 4; t++) {
-        const __m512i s = gather_rows(rows, blk + 4 * t);
+    __m512i sw[16], m[16], h[4], raw[16]; /* per sub-block: scale in both int16 halves, min */
+    load16x4(blk, stride, h);
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++)
+#pragma GCC unroll 4
         for (int b = 0; b < 4; b++) {
-            const __m512i sc = _mm512_and_si512(byte_of(s, b), _mm512_set1_epi32(15));
+            const __m512i sc = _mm512_and_si512(byte_of(h[t], b), _mm512_set1_epi32(15));
             sw[4 * t + b] = pair16(sc, sc);
-            m[4 * t + b] = _mm512_srli_epi32(byte_of(s, b), 4);
+            m[4 * t + b] = _mm512_srli_epi32(byte_of(h[t], b), 4);
         }
-    }
     /* qs byte 32g + 4k + t, bits 2q: element 128g + 32q + 4k + t, sub-block 8g + 2q + k/4 */
+    load16x16(blk + 16, stride, raw);
+#pragma GCC unroll 2
     for (int g = 0; g < 2; g++)
-        for (int k = 0; k < 8; k++) {
-            const __m512i raw = gather_rows(rows, blk + 16 + 32 * g + 4 * k);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++)
+#pragma GCC unroll 4
             for (int q = 0; q < 4; q++) {
-                const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * q), _mm512_set1_epi8(3));
+                const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw[8 * g + k], 2 * q), _mm512_set1_epi8(3));
                 p->u[32 * g + 8 * q + k] = _mm512_mullo_epi16(v, sw[8 * g + 2 * q + k / 4]);
             }
-        }
     for (int i = 0; i < 8; i++) p->mins[i] = pair16(m[2 * i], m[2 * i + 1]);
-    const __m512i dd = gather_rows(rows, blk + 80);
-    p->d = halves(dd, 0);
-    p->dmin = halves(dd, 1);
+    load16x4(blk + 68, stride, h); /* the block's last 16 bytes end with d | dmin */
+    p->d = halves(h[3], 0);
+    p->dmin = halves(h[3], 1);
 }
 
 /* Adds one super-block of `nc` columns (y: their blocks, y_stride apart)
@@ -205,7 +213,6 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
 INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride,
                   const void *y, size_t y_stride, const int q4k, const int vnni)
 {
-    const __m512i rows = row_offsets(w_stride);
     const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
     alignas(64) panel p;
     alignas(64) float sm[CHUNK * 16];
@@ -219,10 +226,11 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
         }
         for (int b = 0; b < n / QT_QK_K; b++) {
             const uint8_t *blk = (const uint8_t *)w + (size_t)b * bs;
+            if (b + 2 < n / QT_QK_K) prefetch_rows(blk + 2 * bs, w_stride, bs);
             if (q4k)
-                pack_q4_K(&p, blk, rows);
+                pack_q4_K(&p, blk, w_stride);
             else
-                pack_q2_K(&p, blk, rows);
+                pack_q2_K(&p, blk, w_stride);
             const uint8_t *yb = yc + (size_t)b * sizeof(qt_block_q8_K);
             int c = 0;
             for (; nch - c >= NC; c += NC)

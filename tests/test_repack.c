@@ -337,7 +337,8 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
     uint8_t *w = xmalloc(row_bytes * rows);
     tr->from_float(wf, w, (int64_t)n * rows);
     gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
-    for (int ntok = 1; ntok <= max_tok; ntok++) {
+    /* every count up to 12, then a few across the wide kernels' passes */
+    for (int ntok = 1; ntok <= max_tok; ntok += ntok < 12 ? 1 : 29) {
         const int order = qt_repack_applies(type, rows) ? ORDER_REPACK
                         : qt_tiled_applies(type, rows, ntok) ? ORDER_TILED
                         : qt_tinyblas_dot(type, rows, ntok) ? ORDER_TINYBLAS : ORDER_VEC_DOT;
