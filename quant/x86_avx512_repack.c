@@ -151,11 +151,50 @@ INLINE void columns(const panel *p, int nb, const int nc, int b, float *s, size_
     for (int c = 0; c < nc; c++) _mm512_storeu_ps(s + c * ldo, acc[c]);
 }
 
+/* One column (gemv): the same work with no panel in between, since
+ * nothing else reuses the unpacked weights. */
+INLINE void gemv_4bit(int n, float *s, const uint8_t *w, size_t stride, const uint8_t *y, const uint8_t *aux,
+                      const int vnni, const int iq4)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m128i t = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
+    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(t, _mm_set1_epi8((char)0x80)));
+    const int nb = n / QT_QK4_0;
+    __m512 acc = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = w + (size_t)b * BLOCK;
+        if (b % PANEL == 0 && b + 2 * PANEL < nb) prefetch_rows(blk + 2 * PANEL * BLOCK, stride, PANEL * BLOCK);
+        const qt_block_q8_0 *yb = (const qt_block_q8_0 *)y + b;
+        const col_block *ab = (const col_block *)aux + b;
+        __m512i q[4], h[4];
+        load16x4(blk + 2, stride, q);
+        __m512i is0 = _mm512_set1_epi32(ab->off), is1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m512i lo = _mm512_and_si512(q[k], m4), hi = _mm512_and_si512(_mm512_srli_epi16(q[k], 4), m4);
+            if (iq4) {
+                lo = _mm512_shuffle_epi8(table, lo);
+                hi = _mm512_shuffle_epi8(table, hi);
+            }
+            is0 = dot4_bcast(is0, lo, yb->qs + 4 * k, vnni);
+            is1 = dot4_bcast(is1, hi, yb->qs + 16 + 4 * k, vnni);
+        }
+        load16x4(blk, stride, h);
+        const __m512 d = _mm512_mul_ps(halves(h[0], 0), _mm512_set1_ps(ab->d));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is0, is1)), d, acc);
+    }
+    _mm512_storeu_ps(s, acc);
+}
+
 /* All ncols columns, panel by panel; Q4_0's and IQ4_NL's gemm order is
  * their gemv order, so `gemm` is moot. */
 INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
                      size_t y_stride, const void *aux, size_t aux_stride, const int vnni, const int iq4)
 {
+    if (ncols == 1) {
+        gemv_4bit(n, s, w, w_stride, y, aux, vnni, iq4);
+        return;
+    }
     alignas(64) panel p;
     const uint8_t *yc = y, *ac = aux;
     const int nb = n / QT_QK4_0;
