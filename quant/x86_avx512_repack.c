@@ -92,29 +92,33 @@ typedef struct panel {
     __m512 d[PANEL];
 } panel;
 
-INLINE void pack(panel *p, const uint8_t *w, size_t stride, int nb, const int iq4)
+/* One block of the 16 rows in row-per-lane form: u[k], u[4 + k] hold
+ * elements 4k..4k+3 and 16+4k..16+4k+3 of each row (IQ4_NL: as table
+ * value + 128), *d the rows' scales. */
+INLINE void unpack(const uint8_t *blk, size_t stride, __m512i u[8], __m512 *d, const int iq4)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     /* IQ4_NL's table as v + 128 (v ^ 0x80), in every 128-bit lane */
     const __m128i t = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
     const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(t, _mm_set1_epi8((char)0x80)));
-    for (int i = 0; i < nb; i++) {
-        const uint8_t *blk = w + i * BLOCK;
-        __m512i q[4], h[4];
-        load16x4(blk + 2, stride, q);
+    __m512i q[4], h[4];
+    load16x4(blk + 2, stride, q);
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            __m512i lo = _mm512_and_si512(q[k], m4), hi = _mm512_and_si512(_mm512_srli_epi16(q[k], 4), m4);
-            if (iq4) {
-                lo = _mm512_shuffle_epi8(table, lo);
-                hi = _mm512_shuffle_epi8(table, hi);
-            }
-            p->u[8 * i + k] = lo;
-            p->u[8 * i + 4 + k] = hi;
+    for (int k = 0; k < 4; k++) {
+        u[k] = _mm512_and_si512(q[k], m4);
+        u[4 + k] = _mm512_and_si512(_mm512_srli_epi16(q[k], 4), m4);
+        if (iq4) {
+            u[k] = _mm512_shuffle_epi8(table, u[k]);
+            u[4 + k] = _mm512_shuffle_epi8(table, u[4 + k]);
         }
-        load16x4(blk, stride, h); /* only h[0], d in its low half, is used */
-        p->d[i] = halves(h[0], 0);
     }
+    load16x4(blk, stride, h); /* only h[0], d in its low half, is used */
+    *d = halves(h[0], 0);
+}
+
+INLINE void pack(panel *p, const uint8_t *w, size_t stride, int nb, const int iq4)
+{
+    for (int i = 0; i < nb; i++) unpack(w + i * BLOCK, stride, &p->u[8 * i], &p->d[i], iq4);
 }
 
 /* Adds blocks [b, b + nb) of `nc` columns (a constant after inlining) to
@@ -156,9 +160,6 @@ INLINE void columns(const panel *p, int nb, const int nc, int b, float *s, size_
 INLINE void gemv_4bit(int n, float *s, const uint8_t *w, size_t stride, const uint8_t *y, const uint8_t *aux,
                       const int vnni, const int iq4)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const __m128i t = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
-    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(t, _mm_set1_epi8((char)0x80)));
     const int nb = n / QT_QK4_0;
     __m512 acc = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
@@ -166,21 +167,17 @@ INLINE void gemv_4bit(int n, float *s, const uint8_t *w, size_t stride, const ui
         if (b % PANEL == 0 && b + 2 * PANEL < nb) prefetch_rows(blk + 2 * PANEL * BLOCK, stride, PANEL * BLOCK);
         const qt_block_q8_0 *yb = (const qt_block_q8_0 *)y + b;
         const col_block *ab = (const col_block *)aux + b;
-        __m512i q[4], h[4];
-        load16x4(blk + 2, stride, q);
+        __m512i u[8];
+        __m512 dw;
+        unpack(blk, stride, u, &dw, iq4);
+        /* two chains, so that vpdpbusd's latency overlaps */
         __m512i is0 = _mm512_set1_epi32(ab->off), is1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            __m512i lo = _mm512_and_si512(q[k], m4), hi = _mm512_and_si512(_mm512_srli_epi16(q[k], 4), m4);
-            if (iq4) {
-                lo = _mm512_shuffle_epi8(table, lo);
-                hi = _mm512_shuffle_epi8(table, hi);
-            }
-            is0 = dot4_bcast(is0, lo, yb->qs + 4 * k, vnni);
-            is1 = dot4_bcast(is1, hi, yb->qs + 16 + 4 * k, vnni);
+            is0 = dot4_bcast(is0, u[k], yb->qs + 4 * k, vnni);
+            is1 = dot4_bcast(is1, u[4 + k], yb->qs + 16 + 4 * k, vnni);
         }
-        load16x4(blk, stride, h);
-        const __m512 d = _mm512_mul_ps(halves(h[0], 0), _mm512_set1_ps(ab->d));
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ab->d));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is0, is1)), d, acc);
     }
     _mm512_storeu_ps(s, acc);

@@ -94,19 +94,6 @@ INLINE void prefetch_rows(const uint8_t *p, size_t stride, size_t bytes)
         for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(p + r * stride + o), _MM_HINT_T0);
 }
 
-/* Byte offsets of the 16 rows, for gathers of one dword per row. */
-INLINE __m512i row_offsets(size_t w_stride)
-{
-    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                              _mm512_set1_epi32((int)w_stride));
-}
-
-/* The dword at p + row offset, per row. */
-INLINE __m512i gather_rows(__m512i rows, const uint8_t *p)
-{
-    return _mm512_i32gather_epi32(rows, p, 1);
-}
-
 /* The f16 in the low (hi = 0) or high half of each lane, widened exactly. */
 INLINE __m512 halves(__m512i v, int hi)
 {
