@@ -94,14 +94,14 @@ typedef struct panel {
 
 /* One block of the 16 rows in row-per-lane form: u[k], u[4 + k] hold
  * elements 4k..4k+3 and 16+4k..16+4k+3 of each row (IQ4_NL: as table
- * value + 128), *d the rows' scales. */
-INLINE void unpack(const uint8_t *blk, size_t stride, __m512i u[8], __m512 *d, const int iq4)
+ * value + 128). */
+INLINE void unpack(const uint8_t *blk, size_t stride, __m512i u[8], const int iq4)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     /* IQ4_NL's table as v + 128 (v ^ 0x80), in every 128-bit lane */
     const __m128i t = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
     const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(t, _mm_set1_epi8((char)0x80)));
-    __m512i q[4], h[4];
+    __m512i q[4];
     load16x4(blk + 2, stride, q);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
@@ -112,13 +112,52 @@ INLINE void unpack(const uint8_t *blk, size_t stride, __m512i u[8], __m512 *d, c
             u[4 + k] = _mm512_shuffle_epi8(table, u[4 + k]);
         }
     }
-    load16x4(blk, stride, h); /* only h[0], d in its low half, is used */
-    *d = halves(h[0], 0);
+}
+
+INLINE __mmask64 first_bytes(int k)
+{
+    return k >= 64 ? ~(__mmask64)0 : k <= 0 ? 0 : ((__mmask64)1 << k) - 1;
+}
+
+/* The scales of blocks 0..nb-1 (nb <= PANEL) of the 16 rows, d[i] for
+ * block i.  Transposing 2 of every 18 bytes like the quants cost a third
+ * of a gemv; instead one vpermt2w picks each row's 8 scales (block i
+ * starts at word 9i) out of its first 128 bytes, and two more per pair of
+ * blocks turn the 16 x 8 words around.  Masked loads stay inside a row's
+ * last, shorter panel. */
+INLINE void scales(const uint8_t *w, size_t stride, int nb, __m512 d[PANEL])
+{
+    _Static_assert(PANEL == 8 && PANEL * BLOCK >= 128, "8 scales in the first 128 bytes");
+    const __m512i pick = _mm512_setr_epi32(9 << 16, 27 << 16 | 18, 45 << 16 | 36, 63 << 16 | 54, 0, 0, 0, 0, 0, 0,
+                                           0, 0, 0, 0, 0, 0);
+    const __mmask64 m0 = first_bytes(nb * BLOCK), m1 = first_bytes(nb * BLOCK - 64);
+    __m512i z[4]; /* z[q]: rows 4q..4q+3, 8 words each */
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) {
+        const uint8_t *row = w + r * stride;
+        const __m512i v = _mm512_permutex2var_epi16(_mm512_maskz_loadu_epi8(m0, row), pick,
+                                                    _mm512_maskz_loadu_epi8(m1, row + 64));
+        z[r / 4] = r % 4 ? _mm512_inserti32x4(z[r / 4], _mm512_castsi512_si128(v), r % 4) : v;
+    }
+    const __m512i z0 = z[0], z1 = z[1], z2 = z[2], z3 = z[3];
+    /* word j of the pair (i, i + 1): row j % 16 of block i + j / 16, i.e.
+     * t word 8 (r % 8) + block within (z0, z1) for rows 0-7, (z2, z3) for 8-15 */
+    alignas(64) uint16_t ix[32];
+    for (int j = 0; j < 32; j++) ix[j] = (uint16_t)(8 * (j % 8) + j / 16);
+    const __m512i base = _mm512_load_si512(ix);
+    for (int i = 0; i < nb; i += 2) {
+        const __m512i idx = _mm512_add_epi16(base, _mm512_set1_epi16((short)i));
+        const __m512i lo = _mm512_permutex2var_epi16(z0, idx, z1), hi = _mm512_permutex2var_epi16(z2, idx, z3);
+        const __m512i both = _mm512_mask_blend_epi16(0xff00ff00u, lo, hi);
+        d[i] = _mm512_cvtph_ps(_mm512_castsi512_si256(both));
+        if (i + 1 < nb) d[i + 1] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(both, 1));
+    }
 }
 
 INLINE void pack(panel *p, const uint8_t *w, size_t stride, int nb, const int iq4)
 {
-    for (int i = 0; i < nb; i++) unpack(w + i * BLOCK, stride, &p->u[8 * i], &p->d[i], iq4);
+    scales(w, stride, nb, p->d);
+    for (int i = 0; i < nb; i++) unpack(w + i * BLOCK, stride, &p->u[8 * i], iq4);
 }
 
 /* Adds blocks [b, b + nb) of `nc` columns (a constant after inlining) to
@@ -162,14 +201,17 @@ INLINE void gemv_4bit(int n, float *s, const uint8_t *w, size_t stride, const ui
 {
     const int nb = n / QT_QK4_0;
     __m512 acc = _mm512_setzero_ps();
+    __m512 dw[PANEL];
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * BLOCK;
-        if (b % PANEL == 0 && b + 2 * PANEL < nb) prefetch_rows(blk + 2 * PANEL * BLOCK, stride, PANEL * BLOCK);
+        if (b % PANEL == 0) {
+            if (b + 2 * PANEL < nb) prefetch_rows(blk + 2 * PANEL * BLOCK, stride, PANEL * BLOCK);
+            scales(blk, stride, nb - b < PANEL ? nb - b : PANEL, dw);
+        }
         const qt_block_q8_0 *yb = (const qt_block_q8_0 *)y + b;
         const col_block *ab = (const col_block *)aux + b;
         __m512i u[8];
-        __m512 dw;
-        unpack(blk, stride, u, &dw, iq4);
+        unpack(blk, stride, u, iq4);
         /* two chains, so that vpdpbusd's latency overlaps */
         __m512i is0 = _mm512_set1_epi32(ab->off), is1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -177,7 +219,7 @@ INLINE void gemv_4bit(int n, float *s, const uint8_t *w, size_t stride, const ui
             is0 = dot4_bcast(is0, u[k], yb->qs + 4 * k, vnni);
             is1 = dot4_bcast(is1, u[4 + k], yb->qs + 16 + 4 * k, vnni);
         }
-        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ab->d));
+        const __m512 d = _mm512_mul_ps(dw[b % PANEL], _mm512_set1_ps(ab->d));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is0, is1)), d, acc);
     }
     _mm512_storeu_ps(s, acc);
