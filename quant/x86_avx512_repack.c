@@ -247,6 +247,9 @@ INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size
         for (; ncols - c >= MAX_COLS; c += MAX_COLS)
             columns(&p, np, MAX_COLS, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
                     aux_stride, vnni);
+        for (; ncols - c >= 4; c += 4)
+            columns(&p, np, 4, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
+                    aux_stride, vnni);
         for (; c < ncols; c++)
             columns(&p, np, 1, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
                     aux_stride, vnni);
