@@ -34,18 +34,23 @@ INLINE __m512i dot4_bcast(__m512i acc, __m512i u, const int8_t *p, const int vnn
  * at p + r * stride.  Shuffles, because gathers are microcoded slowly on
  * CPUs with the Gather Data Sampling fix (they took 85% of a packing). */
 
+/* The 16 bytes at p, p + step, p + 2 step, p + 3 step as the four 128-bit
+ * lanes (the lane number must be an immediate, even unoptimized). */
+INLINE __m512i lanes4(const uint8_t *p, size_t step)
+{
+    const __m512i a = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
+    const __m512i b = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + step)), 1);
+    const __m512i c = _mm512_inserti32x4(b, _mm_loadu_si128((const __m128i *)(p + 2 * step)), 2);
+    return _mm512_inserti32x4(c, _mm_loadu_si128((const __m128i *)(p + 3 * step)), 3);
+}
+
 /* 16 bytes per row, k < 4: rows 4L + i sit in lane L of a[i], then a 4x4
  * dword transpose inside each 128-bit lane. */
 INLINE void load16x4(const uint8_t *p, size_t stride, __m512i v[4])
 {
     __m512i a[4];
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        a[i] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + i * stride)));
-#pragma GCC unroll 4
-        for (int l = 1; l < 4; l++)
-            a[i] = _mm512_inserti32x4(a[i], _mm_loadu_si128((const __m128i *)(p + (4 * l + i) * stride)), l);
-    }
+    for (int i = 0; i < 4; i++) a[i] = lanes4(p + i * stride, 4 * stride);
     const __m512i t0 = _mm512_unpacklo_epi32(a[0], a[1]), t1 = _mm512_unpackhi_epi32(a[0], a[1]);
     const __m512i t2 = _mm512_unpacklo_epi32(a[2], a[3]), t3 = _mm512_unpackhi_epi32(a[2], a[3]);
     v[0] = _mm512_unpacklo_epi64(t0, t2);
