@@ -131,20 +131,19 @@ INLINE void scales(const uint8_t *w, size_t stride, int nb, __m512 d[PANEL])
     const __m512i pick = _mm512_setr_epi32(9 << 16, 27 << 16 | 18, 45 << 16 | 36, 63 << 16 | 54, 0, 0, 0, 0, 0, 0,
                                            0, 0, 0, 0, 0, 0);
     const __mmask64 m0 = first_bytes(nb * BLOCK), m1 = first_bytes(nb * BLOCK - 64);
-    __m128i t[16]; /* row r's 8 scales */
+    __m512i z[4]; /* z[q]: rows 4q..4q+3, row r's 8 scales in lane r % 4 */
 #pragma GCC unroll 16
     for (int r = 0; r < 16; r++) {
         const uint8_t *row = w + r * stride;
         const __m512i v = _mm512_permutex2var_epi16(_mm512_maskz_loadu_epi8(m0, row), pick,
                                                     _mm512_maskz_loadu_epi8(m1, row + 64));
-        t[r] = _mm512_castsi512_si128(v);
-    }
-    __m512i z[4]; /* z[q]: rows 4q..4q+3 */
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; q++) {
-        z[q] = _mm512_inserti32x4(_mm512_castsi128_si512(t[4 * q]), t[4 * q + 1], 1);
-        z[q] = _mm512_inserti32x4(z[q], t[4 * q + 2], 2);
-        z[q] = _mm512_inserti32x4(z[q], t[4 * q + 3], 3);
+        const __m128i lo = _mm512_castsi512_si128(v);
+        switch (r % 4) { /* the lane must be an immediate, even unoptimized */
+        case 0: z[r / 4] = v; break;
+        case 1: z[r / 4] = _mm512_inserti32x4(z[r / 4], lo, 1); break;
+        case 2: z[r / 4] = _mm512_inserti32x4(z[r / 4], lo, 2); break;
+        default: z[r / 4] = _mm512_inserti32x4(z[r / 4], lo, 3); break;
+        }
     }
     const __m512i z0 = z[0], z1 = z[1], z2 = z[2], z3 = z[3];
     /* word j of the pair (i, i + 1): row j % 16 of block i + j / 16, i.e.
