@@ -6,11 +6,59 @@
 #include "quant/repack.h"
 #include "quant/tiled.h"
 
+/* Where the wide repack kernels' per-column data starts in the scratch:
+ * after the quantized activations, 64-byte aligned. */
+static uint8_t *wide_aux(void *scratch, size_t act_bytes)
+{
+    return (uint8_t *)(((uintptr_t)scratch + act_bytes + 63) & ~(uintptr_t)63);
+}
+
 size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
 {
     const qt_traits *tr = qt_get(w->type);
     if (!tr) return 0;
-    return qt_row_size(tr->vec_dot_type, w->ne[0]) * (size_t)n_tokens;
+    size_t bytes = qt_row_size(tr->vec_dot_type, w->ne[0]) * (size_t)n_tokens;
+    const qt_rp_wide *wide = qt_repack_wide(w->type);
+    if (wide && qt_repack_applies(w->type, w->ne[1]))
+        bytes += 64 + wide->aux_bytes((int)w->ne[0]) * (size_t)n_tokens;
+    return bytes;
+}
+
+/* Tokens per pass of the wide kernels: the pass's activations stay in L2
+ * while every row group streams past them, and each thread's share of a
+ * weight matrix is read once per pass. */
+#define WIDE_TOKENS 64
+
+/* The repacked order with the wide kernels on rows [0, n_wide) (a multiple
+ * of QT_RP_WIDE_ROWS): tokens in passes, row groups split across threads
+ * within a pass; the first n_gemm tokens in gemm order, the rest gemv. */
+static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_t *xq, size_t xq_row,
+                        uint8_t *aux, float *y, int n_tokens, int n_gemm, int64_t n_wide)
+{
+    const int n_in = (int)w->ne[0];
+    const int64_t n_out = w->ne[1];
+    const size_t aux_row = wide->aux_bytes(n_in);
+    #pragma omp parallel
+    {
+        #pragma omp for schedule(static)
+        for (int t = 0; t < n_tokens; t++) wide->prep(n_in, aux + (size_t)t * aux_row, xq + (size_t)t * xq_row);
+        for (int t0 = 0; t0 < n_tokens; t0 += WIDE_TOKENS) {
+            const int nt = n_tokens - t0 < WIDE_TOKENS ? n_tokens - t0 : WIDE_TOKENS;
+            const int ng = n_gemm - t0 < 0 ? 0 : n_gemm - t0 > nt ? nt : n_gemm - t0;
+            /* the same groups go to the same thread in every pass */
+            #pragma omp for schedule(static) nowait
+            for (int64_t g = 0; g < n_wide / QT_RP_WIDE_ROWS; g++) {
+                const void *wg = gl_row(w, g * QT_RP_WIDE_ROWS);
+                float *out = &y[(int64_t)t0 * n_out + g * QT_RP_WIDE_ROWS];
+                if (ng)
+                    wide->run(n_in, ng, true, out, (size_t)n_out, wg, w->row_bytes, xq + (size_t)t0 * xq_row,
+                              xq_row, aux + (size_t)t0 * aux_row, aux_row);
+                if (nt > ng)
+                    wide->run(n_in, nt - ng, false, out + (int64_t)ng * n_out, (size_t)n_out, wg, w->row_bytes,
+                              xq + (size_t)(t0 + ng) * xq_row, xq_row, aux + (size_t)(t0 + ng) * aux_row, aux_row);
+            }
+        }
+    }
 }
 
 static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch, bool each)
@@ -41,8 +89,14 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
         qt_rp_gemm_fn gemm = rp->gemm[w->type] ? rp->gemm[w->type] : ref->gemm[w->type];
         if (gemv && gemm) {
             const int n_gemm = each ? 0 : n_tokens - n_tokens % QT_RP_COLS;
-            #pragma omp parallel for schedule(static)
-            for (int64_t g = 0; g < n_out / QT_RP_ROWS; g++) {
+            const qt_rp_wide *wide = qt_repack_wide(w->type);
+            const int64_t n_wide = wide ? n_out - n_out % QT_RP_WIDE_ROWS : 0;
+            if (n_wide)
+                matmul_wide(wide, w, xq, xq_row, wide_aux(scratch, xq_row * (size_t)n_tokens), y, n_tokens, n_gemm,
+                            n_wide);
+            /* the last 8 rows when the wide kernels take 16 at a time */
+            #pragma omp parallel for schedule(static) if (n_out - n_wide > QT_RP_ROWS)
+            for (int64_t g = n_wide / QT_RP_ROWS; g < n_out / QT_RP_ROWS; g++) {
                 const void *wg = gl_row(w, g * QT_RP_ROWS);
                 for (int t = 0; t < n_gemm; t += QT_RP_COLS)
                     gemm((int)n_in, &y[(int64_t)t * n_out + g * QT_RP_ROWS], (size_t)n_out, wg,

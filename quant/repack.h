@@ -62,6 +62,23 @@ typedef void (*qt_rp_gemv_fn)(int n, float *s, const void *w, size_t w_stride, c
 typedef void (*qt_rp_gemm_fn)(int n, float *s, size_t ldo, const void *w, size_t w_stride,
                               const void *y, size_t y_stride);
 
+/* Wide kernels (AVX-512): QT_RP_WIDE_ROWS rows per call, every row in its
+ * own int32 lane, so there is no horizontal sum, and any number of columns.
+ * Each output keeps the order above: `gemm` picks the gemm order for all
+ * ncols columns (the K-quants' differs from gemv's), and the caller keeps
+ * llama.cpp's split of which columns get which.  What a kernel needs of
+ * each activation column that does not depend on the weights (Q4_0: the
+ * f32 scale and -8 * sum(y) per block) is computed once per matmul by
+ * `prep` into aux_bytes(n) bytes per column, not once per row group. */
+#define QT_RP_WIDE_ROWS 16
+typedef struct qt_rp_wide {
+    size_t (*aux_bytes)(int n);
+    void (*prep)(int n, void *aux, const void *y);
+    /* s[c * ldo + r] = W[r] . y_c for r < 16, c < ncols */
+    void (*run)(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
+                const void *y, size_t y_stride, const void *aux, size_t aux_stride);
+} qt_rp_wide;
+
 typedef struct qt_repack_ops {
     const char *name;
     qt_rp_gemv_fn gemv[QT_COUNT]; /* by weight type; NULL: not repacked */
@@ -77,8 +94,18 @@ bool qt_repack_applies(qt_type type, int64_t rows);
 const qt_repack_ops *qt_repack_ref(void);
 const qt_repack_ops *qt_repack(void);
 
+/* The wide kernel for this weight type on this CPU (AVX-512 levels only;
+ * QLM_ISA caps it), or NULL: then the 8-row set above does all rows. */
+const qt_rp_wide *qt_repack_wide(qt_type type);
+
 #if defined(__x86_64__)
 extern const qt_repack_ops qt_repack_avx2;
+/* The wide kernels by weight type, without and with AVX512-VNNI. */
+extern const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT];
+extern const qt_rp_wide *const qt_rp_wide_avx512_vnni[QT_COUNT];
+/* Their K-quant entries (quant/x86_avx512_repack_k.c). */
+extern const qt_rp_wide qt_rp_wide_q4_K_avx512, qt_rp_wide_q4_K_avx512_vnni;
+extern const qt_rp_wide qt_rp_wide_q2_K_avx512, qt_rp_wide_q2_K_avx512_vnni;
 /* The K-quant entries of that table (quant/x86_avx2_repack_k.c). */
 void qt_avx2_rp_gemv_q4_K(int n, float *s, const void *w, size_t w_stride, const void *y);
 void qt_avx2_rp_gemm_q4_K(int n, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,

@@ -231,3 +231,13 @@ const qt_repack_ops *qt_repack(void)
 #endif
     return &ref_ops;
 }
+
+const qt_rp_wide *qt_repack_wide(qt_type type)
+{
+    if (type < 0 || type >= QT_COUNT) return NULL;
+#if defined(__x86_64__)
+    if (qt_isa_active() == QT_ISA_AVX512_VNNI) return qt_rp_wide_avx512_vnni[type];
+    if (qt_isa_active() == QT_ISA_AVX512) return qt_rp_wide_avx512[type];
+#endif
+    return NULL;
+}

@@ -159,6 +159,56 @@ static void test_kernels_vs_ref(const char *set, const qt_repack_ops *k, qt_type
     }
 }
 
+/* A wide kernel set (16 rows, any number of columns) against the reference
+ * order, gemm and gemv, at every column count from 1 to 40. */
+static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt_type type) {
+    const qt_repack_ops *ref = qt_repack_ref();
+    const qt_traits *tr = qt_get(type);
+    const qt_type act = tr->vec_dot_type;
+    const qt_rp_wide *k = table[type];
+    char name[128];
+    enum { ROWS = QT_RP_WIDE_ROWS, MAXC = 40 };
+    for (int sc = 0; sc < SC_COUNT; sc++) {
+        snprintf(name, sizeof name, "%s/wide_%s/%s", set, tr->name, sc_names[sc]);
+        TEST_BEGIN(name);
+        for (int iter = 0; iter < 6; iter++) {
+            const int max_nb = tr->block_size == QT_QK_K ? 4 : 24;
+            const int nb = iter < 2 ? 1 + iter : 1 + rng_below(max_nb), n = nb * tr->block_size;
+            const size_t w_stride = tr->type_size * nb, y_stride = qt_row_size(act, n);
+            const size_t w_gap = w_stride + tr->type_size * (size_t)rng_below(3);
+            const size_t aux_row = k->aux_bytes(n) + 4 * (size_t)rng_below(3);
+            uint8_t *w = xmalloc(w_gap * (ROWS - 1) + w_stride), *y = xmalloc(y_stride * MAXC);
+            uint8_t *aux = xmalloc(aux_row * MAXC);
+            for (int r = 0; r < ROWS; r++) fill_weights(type, w + r * w_gap, nb, sc);
+            for (int c = 0; c < MAXC; c++) fill_acts(act, y + c * y_stride, nb, sc);
+            for (int c = 0; c < MAXC; c++) k->prep(n, aux + c * aux_row, y + c * y_stride);
+            /* the reference: gemv per column, gemm per group of 4 */
+            float want_v[MAXC][ROWS], want_g[MAXC][ROWS], g[QT_RP_COLS * ROWS];
+            for (int c = 0; c < MAXC; c++)
+                for (int h = 0; h < ROWS; h += 8) ref->gemv[type](n, &want_v[c][h], w + h * w_gap, w_gap, y + c * y_stride);
+            for (int c = 0; c < MAXC; c += QT_RP_COLS)
+                for (int h = 0; h < ROWS; h += 8) {
+                    ref->gemm[type](n, g, ROWS, w + h * w_gap, w_gap, y + c * y_stride, y_stride);
+                    for (int j = 0; j < QT_RP_COLS; j++) memcpy(&want_g[c + j][h], &g[j * ROWS], 8 * sizeof(float));
+                }
+            for (int ncols = 1; ncols <= MAXC; ncols++)
+                for (int gemm = 0; gemm < 2; gemm++) {
+                    float out[MAXC * (ROWS + 1)];
+                    k->run(n, ncols, gemm, out, ROWS + 1, w, w_gap, y, y_stride, aux, aux_row);
+                    for (int c = 0; c < ncols; c++)
+                        for (int r = 0; r < ROWS; r++) {
+                            const float want = gemm ? want_g[c][r] : want_v[c][r];
+                            CHECK(same_bits(out[c * (ROWS + 1) + r], want),
+                                  "%s nb=%d ncols=%d col %d row %d: ref %a, kernel %a", gemm ? "gemm" : "gemv", nb,
+                                  ncols, c, r, want, out[c * (ROWS + 1) + r]);
+                        }
+                }
+            free(w), free(y), free(aux);
+        }
+        TEST_END();
+    }
+}
+
 /* The tiled order's kernel for this CPU against its reference. */
 static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_type type) {
     const qt_tiled_row_fn ref = qt_tiled_row_ref();
@@ -287,7 +337,8 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
     uint8_t *w = xmalloc(row_bytes * rows);
     tr->from_float(wf, w, (int64_t)n * rows);
     gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
-    for (int ntok = 1; ntok <= max_tok; ntok++) {
+    /* every count up to 12, then a few across the wide kernels' passes */
+    for (int ntok = 1; ntok <= max_tok; ntok += ntok < 12 ? 1 : 29) {
         const int order = qt_repack_applies(type, rows) ? ORDER_REPACK
                         : qt_tiled_applies(type, rows, ntok) ? ORDER_TILED
                         : qt_tinyblas_dot(type, rows, ntok) ? ORDER_TINYBLAS : ORDER_VEC_DOT;
@@ -334,6 +385,15 @@ int main(void) {
             test_kernels_vs_ref("avx2", &qt_repack_avx2, repacked[i]);
         else
             printf("SKIP avx2/repack_%s: CPU lacks AVX2/FMA/F16C\n", qt_get(repacked[i])->name);
+        const struct { const char *name; qt_isa isa; const qt_rp_wide *const *table; } wide[] = {
+            {"avx512", QT_ISA_AVX512, qt_rp_wide_avx512}, {"avx512-vnni", QT_ISA_AVX512_VNNI, qt_rp_wide_avx512_vnni}};
+        for (size_t j = 0; j < 2; j++) {
+            if (!wide[j].table[repacked[i]]) continue;
+            if (qt_isa_supported(qt_cpu(), wide[j].isa))
+                test_wide_vs_ref(wide[j].name, wide[j].table, repacked[i]);
+            else
+                printf("SKIP %s/wide_%s: CPU lacks it\n", wide[j].name, qt_get(repacked[i])->name);
+        }
 #endif
     }
     const qt_type kquants[] = {QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
@@ -361,8 +421,11 @@ int main(void) {
     TEST_END();
     test_matmul_routing(QT_Q4_0, 24, 9);
     test_matmul_routing(QT_Q4_0, 20, 9);
+    test_matmul_routing(QT_Q4_0, 40, 70); /* past a pass of the wide kernels */
     test_matmul_routing(QT_Q4_K, 16, 9);
     test_matmul_routing(QT_Q4_K, 12, 10);
+    test_matmul_routing(QT_Q4_K, 24, 70);
+    test_matmul_routing(QT_Q2_K, 40, 70);
     test_matmul_routing(QT_Q2_K, 16, 9);
     test_matmul_routing(QT_Q6_K, 16, 10);
     test_matmul_routing(QT_Q5_K, 5, 10);
@@ -371,5 +434,6 @@ int main(void) {
     test_matmul_routing(QT_Q8_0, 16, 9);
     test_matmul_routing(QT_IQ4_NL, 16, 9);
     test_matmul_routing(QT_IQ4_NL, 12, 9);
+    test_matmul_routing(QT_IQ4_NL, 24, 70);
     TEST_EXIT();
 }

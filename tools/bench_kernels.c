@@ -4,7 +4,12 @@
  * bandwidth (the ceiling a memory-bound decode can reach).
  *
  * Enough matrices are cycled through that the weights come from memory,
- * not cache, as they do when a real model decodes. */
+ * not cache, as they do when a real model decodes.
+ *
+ * For the types llama.cpp repacks (quant/repack.h) a model's decode does
+ * not run vec_dot but the repacked gemv, so those rows also time what the
+ * model runs for one token: gl_matmul with n_tokens = 1 at the active ISA
+ * level, activation quantization included. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,9 +17,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "ggml-lite/matmul.h"
 #include "ggml-lite/membw.h"
 #include "ggml-lite/threads.h"
 #include "quant/cpu.h"
+#include "quant/repack.h"
 #include "src/cli.h"
 #include "tools/tools.h"
 
@@ -56,6 +63,25 @@ static bool listed(const char *list, const char *name)
         p = e + 1;
     }
     return false;
+}
+
+/* The same through gl_matmul with one token: the model's decode path. */
+static double time_matmul(qt_type type, const uint8_t *w, size_t row_bytes, int n_mat, const float *x,
+                          float *y, void *scratch, int reps)
+{
+    const size_t mat_bytes = row_bytes * KB_N;
+    double best = 0;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = now_s();
+        for (int m = 0; m < n_mat; m++) {
+            const gl_tensor t = {.type = type, .ne = {KB_N, KB_N, 1, 1}, .row_bytes = row_bytes,
+                                 .data = w + (size_t)m * mat_bytes};
+            if (gl_matmul(&t, x, y, 1, scratch)) return -1;
+        }
+        const double gbs = (double)mat_bytes * n_mat / (now_s() - t0) / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    return best;
 }
 
 /* One type at one ISA level: best GB/s over reps passes through n_mat
@@ -183,11 +209,19 @@ int qlm_bench_kernels(int argc, char **argv)
             printf(" %6.1f (%3.0f%%) %s |", gbs, bw > 0 ? 100 * gbs / bw : 0, k->vec_dot[ty] || isa == QT_ISA_SCALAR ? " " : "=");
             fflush(stdout);
         }
+        if (qt_repack_applies((qt_type)ty, KB_N)) {
+            const gl_tensor t = {.type = (qt_type)ty, .ne = {KB_N, KB_N, 1, 1}, .row_bytes = row_bytes, .data = w};
+            void *scratch = malloc(gl_matmul_scratch(&t, 1));
+            const double gbs = scratch ? time_matmul((qt_type)ty, w, row_bytes, n_mat, x, y, scratch, reps) : -1;
+            free(scratch);
+            printf(" decode (repacked gemv, %s): %.1f (%.0f%%)", qt_isa_name(), gbs, bw > 0 ? 100 * gbs / bw : 0);
+        }
         printf("\n");
         free(w);
         free(xq);
     }
-    printf("\n\"=\": this level has no kernel of its own for the type and runs the scalar reference.\n");
+    printf("\n\"=\": this level has no kernel of its own for the type and runs the scalar reference.\n"
+           "decode: what a model runs for one token of a type llama.cpp repacks (gl_matmul, active level).\n");
     free(x); free(y); free(wf);
     return rc;
 }

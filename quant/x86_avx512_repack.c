@@ -1,0 +1,296 @@
+/* x86_avx512_repack.c - the wide repack kernels (repack.h) for Q4_0 and
+ * IQ4_NL with AVX-512, and the same with AVX512-VNNI.
+ *
+ * Compiled with the AVX-512 flags; helpers in x86_avx512_wide.h.
+ *
+ * Why this shape: the 8-row AVX2 kernels spend most of their time in
+ * horizontal sums, because every row's block sum lands spread over eight
+ * lanes.  Here each of 16 rows owns one int32 lane: a panel of 8 blocks
+ * of the 16 rows is transposed so that one vector holds 4 quant bytes of
+ * each row, and vpdpbusd against 4 activation bytes broadcast from memory
+ * adds those 4 products into the row's own lane.  Eight such steps are one
+ * 32-element block, exact, with the block's offset correction preloaded in
+ * the accumulator; then the same one multiply and one fma per block and
+ * output as the reference, in block order, so the bits equal
+ * quant/repack_ref.c's.  A panel serves every column of the call before
+ * the next is packed, so the weights are read once per call (a pass of
+ * tokens in ggml-lite/matmul.c); gemv is the 1-column case.
+ *
+ * Exactness of the integer part:
+ *   Q4_0: nibbles 0..15 are vpdpbusd's unsigned operand as they are;
+ *     sum((q - 8) y) = sum(q y) - 8 sum(y).  Without VNNI vpmaddubsw pairs
+ *     reach 2 * 15 * 128, far from int16 saturation.
+ *   IQ4_NL: the table value v (-127..113) goes in as v + 128 (1..241),
+ *     corrected by -128 sum(y).  vpmaddubsw pairs would reach 2 * 241 * 128
+ *     and saturate, so only the VNNI set has it. */
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <stdalign.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "ref.h"
+#include "repack.h"
+#include "x86_avx512_wide.h"
+
+/* Columns that share each panel load: their chains and accumulators, plus
+ * the quant vector and temporaries, fill the 32 zmm registers. */
+#define MAX_COLS 8
+
+/* What a column contributes to every row's block b (repack.h, prep). */
+typedef struct col_block {
+    float d;     /* the activation block's scale, widened */
+    int32_t off; /* -(offset) * sum(y): the integer correction */
+} col_block;
+
+INLINE float f16(uint16_t h)
+{
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
+
+/* ---- per-column side data ----------------------------------------------- */
+
+static size_t aux_bytes_q8_0(int n)
+{
+    return (size_t)(n / QT_QK8_0) * sizeof(col_block);
+}
+
+/* `off_scale` * sum(y) per block, negated, and the widened scale. */
+INLINE void prep_q8_0(int n, void *aux, const void *vy, int off_scale)
+{
+    const qt_block_q8_0 *y = vy;
+    col_block *a = aux;
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int b = 0; b < n / QT_QK8_0; b++) {
+        /* y ^ 0x80 is y + 128 unsigned, which vpsadbw sums exactly */
+        const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[b].qs), bias),
+                                          _mm256_setzero_si256());
+        const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        const int sum = (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 128 * QT_QK8_0;
+        a[b].d = f16(y[b].d);
+        a[b].off = -off_scale * sum;
+    }
+}
+
+static void prep_q4_0(int n, void *aux, const void *y) { prep_q8_0(n, aux, y, 8); }
+static void prep_iq4_nl(int n, void *aux, const void *y) { prep_q8_0(n, aux, y, 128); }
+
+/* ---- the kernel ------------------------------------------------------------ */
+
+/* Q4_0 and IQ4_NL blocks share one layout: f16 d, then 16 bytes holding
+ * elements j (low nibble) and j + 16 (high nibble). */
+_Static_assert(sizeof(qt_block_q4_0) == 18 && sizeof(qt_block_iq4_nl) == 18, "block layout");
+#define BLOCK 18
+
+/* Blocks per panel: 8 of them (2.3 KB) serve all columns before the next. */
+#define PANEL 8
+
+/* PANEL blocks of 16 rows in row-per-lane form. */
+typedef struct panel {
+    __m512i u[8 * PANEL]; /* block i: u[8i + k], u[8i + 4 + k] = elements 4k..4k+3, 16+4k..16+4k+3 */
+    __m512 d[PANEL];
+} panel;
+
+/* One block of the 16 rows in row-per-lane form: u[k], u[4 + k] hold
+ * elements 4k..4k+3 and 16+4k..16+4k+3 of each row (IQ4_NL: as table
+ * value + 128). */
+INLINE void unpack(const uint8_t *blk, size_t stride, __m512i u[8], const int iq4)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    /* IQ4_NL's table as v + 128 (v ^ 0x80), in every 128-bit lane */
+    const __m128i t = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
+    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(t, _mm_set1_epi8((char)0x80)));
+    __m512i q[4];
+    load16x4(blk + 2, stride, q);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        u[k] = _mm512_and_si512(q[k], m4);
+        u[4 + k] = _mm512_and_si512(_mm512_srli_epi16(q[k], 4), m4);
+        if (iq4) {
+            u[k] = _mm512_shuffle_epi8(table, u[k]);
+            u[4 + k] = _mm512_shuffle_epi8(table, u[4 + k]);
+        }
+    }
+}
+
+INLINE __mmask64 first_bytes(int k)
+{
+    return k >= 64 ? ~(__mmask64)0 : k <= 0 ? 0 : ((__mmask64)1 << k) - 1;
+}
+
+/* The scales of blocks 0..nb-1 (nb <= PANEL) of the 16 rows, d[i] for
+ * block i.  Transposing 2 of every 18 bytes like the quants cost a third
+ * of a gemv; instead one vpermt2w picks each row's 8 scales (block i
+ * starts at word 9i) out of its first 128 bytes, and two more per pair of
+ * blocks turn the 16 x 8 words around.  Masked loads stay inside a row's
+ * last, shorter panel. */
+INLINE void scales(const uint8_t *w, size_t stride, int nb, __m512 d[PANEL])
+{
+    _Static_assert(PANEL == 8 && PANEL * BLOCK >= 128, "8 scales in the first 128 bytes");
+    const __m512i pick = _mm512_setr_epi32(9 << 16, 27 << 16 | 18, 45 << 16 | 36, 63 << 16 | 54, 0, 0, 0, 0, 0, 0,
+                                           0, 0, 0, 0, 0, 0);
+    const __mmask64 m0 = first_bytes(nb * BLOCK), m1 = first_bytes(nb * BLOCK - 64);
+    __m512i z[4]; /* z[q]: rows 4q..4q+3, row r's 8 scales in lane r % 4 */
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) {
+        const uint8_t *row = w + r * stride;
+        const __m512i v = _mm512_permutex2var_epi16(_mm512_maskz_loadu_epi8(m0, row), pick,
+                                                    _mm512_maskz_loadu_epi8(m1, row + 64));
+        const __m128i lo = _mm512_castsi512_si128(v);
+        switch (r % 4) { /* the lane must be an immediate, even unoptimized */
+        case 0: z[r / 4] = v; break;
+        case 1: z[r / 4] = _mm512_inserti32x4(z[r / 4], lo, 1); break;
+        case 2: z[r / 4] = _mm512_inserti32x4(z[r / 4], lo, 2); break;
+        default: z[r / 4] = _mm512_inserti32x4(z[r / 4], lo, 3); break;
+        }
+    }
+    const __m512i z0 = z[0], z1 = z[1], z2 = z[2], z3 = z[3];
+    /* word j of the pair (i, i + 1): row j % 16 of block i + j / 16, i.e.
+     * t word 8 (r % 8) + block within (z0, z1) for rows 0-7, (z2, z3) for 8-15 */
+    alignas(64) uint16_t ix[32];
+    for (int j = 0; j < 32; j++) ix[j] = (uint16_t)(8 * (j % 8) + j / 16);
+    const __m512i base = _mm512_load_si512(ix);
+    for (int i = 0; i < nb; i += 2) {
+        const __m512i idx = _mm512_add_epi16(base, _mm512_set1_epi16((short)i));
+        const __m512i lo = _mm512_permutex2var_epi16(z0, idx, z1), hi = _mm512_permutex2var_epi16(z2, idx, z3);
+        const __m512i both = _mm512_mask_blend_epi16(0xff00ff00u, lo, hi);
+        d[i] = _mm512_cvtph_ps(_mm512_castsi512_si256(both));
+        if (i + 1 < nb) d[i + 1] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(both, 1));
+    }
+}
+
+INLINE void pack(panel *p, const uint8_t *w, size_t stride, int nb, const int iq4)
+{
+    scales(w, stride, nb, p->d);
+    for (int i = 0; i < nb; i++) unpack(w + i * BLOCK, stride, &p->u[8 * i], iq4);
+}
+
+/* Adds blocks [b, b + nb) of `nc` columns (a constant after inlining) to
+ * their accumulators in s. */
+INLINE void columns(const panel *p, int nb, const int nc, int b, float *s, size_t ldo, const uint8_t *y,
+                    size_t y_stride, const uint8_t *aux, size_t aux_stride, const int vnni)
+{
+    __m512 acc[MAX_COLS];
+#pragma GCC unroll 16
+    for (int c = 0; c < nc; c++) acc[c] = _mm512_loadu_ps(s + c * ldo);
+    for (int i = 0; i < nb; i++) {
+        const qt_block_q8_0 *yb[MAX_COLS];
+        const col_block *ab[MAX_COLS];
+        __m512i is[MAX_COLS];
+#pragma GCC unroll 16
+        for (int c = 0; c < nc; c++) {
+            yb[c] = (const qt_block_q8_0 *)(y + c * y_stride) + b + i;
+            ab[c] = (const col_block *)(aux + c * aux_stride) + b + i;
+            is[c] = _mm512_set1_epi32(ab[c]->off);
+        }
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const __m512i u = p->u[8 * i + k];
+#pragma GCC unroll 16
+            for (int c = 0; c < nc; c++) is[c] = dot4_bcast(is[c], u, yb[c]->qs + 4 * (k & 3) + 16 * (k >> 2), vnni);
+        }
+#pragma GCC unroll 16
+        for (int c = 0; c < nc; c++) {
+            const __m512 d = _mm512_mul_ps(p->d[i], _mm512_set1_ps(ab[c]->d));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[c]), d, acc[c]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < nc; c++) _mm512_storeu_ps(s + c * ldo, acc[c]);
+}
+
+/* One column (gemv): the same work with no panel in between, since
+ * nothing else reuses the unpacked weights. */
+INLINE void gemv_4bit(int n, float *s, const uint8_t *w, size_t stride, const uint8_t *y, const uint8_t *aux,
+                      const int vnni, const int iq4)
+{
+    const int nb = n / QT_QK4_0;
+    __m512 acc = _mm512_setzero_ps();
+    __m512 dw[PANEL];
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = w + (size_t)b * BLOCK;
+        if (b % PANEL == 0) {
+            if (b + 2 * PANEL < nb) prefetch_rows(blk + 2 * PANEL * BLOCK, stride, PANEL * BLOCK);
+            scales(blk, stride, nb - b < PANEL ? nb - b : PANEL, dw);
+        }
+        const qt_block_q8_0 *yb = (const qt_block_q8_0 *)y + b;
+        const col_block *ab = (const col_block *)aux + b;
+        __m512i u[8];
+        unpack(blk, stride, u, iq4);
+        /* two chains, so that vpdpbusd's latency overlaps */
+        __m512i is0 = _mm512_set1_epi32(ab->off), is1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            is0 = dot4_bcast(is0, u[k], yb->qs + 4 * k, vnni);
+            is1 = dot4_bcast(is1, u[4 + k], yb->qs + 16 + 4 * k, vnni);
+        }
+        const __m512 d = _mm512_mul_ps(dw[b % PANEL], _mm512_set1_ps(ab->d));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is0, is1)), d, acc);
+    }
+    _mm512_storeu_ps(s, acc);
+}
+
+/* All ncols columns, panel by panel; Q4_0's and IQ4_NL's gemm order is
+ * their gemv order, so `gemm` is moot. */
+INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
+                     size_t y_stride, const void *aux, size_t aux_stride, const int vnni, const int iq4)
+{
+    if (ncols == 1) {
+        gemv_4bit(n, s, w, w_stride, y, aux, vnni, iq4);
+        return;
+    }
+    alignas(64) panel p;
+    const uint8_t *yc = y, *ac = aux;
+    const int nb = n / QT_QK4_0;
+    for (int c = 0; c < ncols; c++) _mm512_storeu_ps(s + c * ldo, _mm512_setzero_ps());
+    for (int b = 0; b < nb; b += PANEL) {
+        const int np = nb - b < PANEL ? nb - b : PANEL;
+        const uint8_t *wb = (const uint8_t *)w + (size_t)b * BLOCK;
+        if (b + 2 * PANEL < nb) prefetch_rows(wb + 2 * PANEL * BLOCK, w_stride, PANEL * BLOCK);
+        pack(&p, wb, w_stride, np, iq4);
+        int c = 0;
+        for (; ncols - c >= MAX_COLS; c += MAX_COLS)
+            columns(&p, np, MAX_COLS, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
+                    aux_stride, vnni);
+        for (; ncols - c >= 4; c += 4)
+            columns(&p, np, 4, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
+                    aux_stride, vnni);
+        for (; c < ncols; c++)
+            columns(&p, np, 1, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
+                    aux_stride, vnni);
+    }
+}
+
+static void run_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
+                     const void *y, size_t y_stride, const void *aux, size_t aux_stride)
+{
+    (void)gemm;
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0, 0);
+}
+
+static void run_q4_0_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
+                          const void *y, size_t y_stride, const void *aux, size_t aux_stride)
+{
+    (void)gemm;
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 0);
+}
+
+static void run_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
+                            const void *y, size_t y_stride, const void *aux, size_t aux_stride)
+{
+    (void)gemm;
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 1);
+}
+
+static const qt_rp_wide wide_q4_0 = {aux_bytes_q8_0, prep_q4_0, run_q4_0};
+static const qt_rp_wide wide_q4_0_vnni = {aux_bytes_q8_0, prep_q4_0, run_q4_0_vnni};
+static const qt_rp_wide wide_iq4_nl_vnni = {aux_bytes_q8_0, prep_iq4_nl, run_iq4_nl_vnni};
+
+const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT] = {
+    [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &qt_rp_wide_q4_K_avx512, [QT_Q2_K] = &qt_rp_wide_q2_K_avx512};
+const qt_rp_wide *const qt_rp_wide_avx512_vnni[QT_COUNT] = {
+    [QT_Q4_0] = &wide_q4_0_vnni, [QT_IQ4_NL] = &wide_iq4_nl_vnni, [QT_Q4_K] = &qt_rp_wide_q4_K_avx512_vnni,
+    [QT_Q2_K] = &qt_rp_wide_q2_K_avx512_vnni};
+
+#endif

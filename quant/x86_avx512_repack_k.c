@@ -1,0 +1,275 @@
+/* x86_avx512_repack_k.c - the wide repack kernels (repack.h) for Q4_K and
+ * Q2_K with AVX-512, and the same with AVX512-VNNI.
+ *
+ * As for Q4_0 (x86_avx512_repack.c), each of 16 rows owns one int32 lane.
+ * A super-block of the 16 rows is first transposed into a panel: 64 vectors
+ * holding quant bytes 4i..4i+3 of every row (they pair with activation
+ * bytes 4i..4i+3), the per-row scales and mins, d and dmin.  The panel
+ * (5 KB, in L1) then serves every column of the call before the next
+ * super-block is packed, 4 columns at a time sharing each load, with the
+ * float accumulators kept in the output (acc) and on the stack (accm)
+ * between super-blocks.
+ *
+ * The integer sums are exact and the float work is the reference's: per
+ * column, d_w * d_y and dmin_w * d_y once per super-block, then one fma
+ * pair per group (gemm order) or per super-block (gemv order), in order,
+ * and acc - accm at the end; so the bits equal quant/repack_ref.c's.
+ *   Q4_K: sum(q.y) per 32-element sub-block (q <= 15: vpmaddubsw pairs
+ *     stay below 2 * 15 * 128), times its 6-bit scale in int32; the mins
+ *     term m0.b0 + m1.b1 per group with vpmaddwd on int16 pairs, the
+ *     activation pair sums wrapped to int16 as the reference forms them.
+ *   Q2_K: the 4-bit scale is folded into the quant bytes at packing
+ *     (q.sc <= 45, no carry between bytes of a 16-bit multiply), so one
+ *     chain of vpdpbusd gives a whole group's scaled sum; pairs of 4-bit
+ *     mins times pairs of bsums, read straight from the activation block,
+ *     with vpmaddwd. */
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <stdalign.h>
+
+#include "blocks.h"
+#include "repack.h"
+#include "x86_avx512_wide.h"
+
+/* One super-block of 16 rows, ready for the column loop. */
+typedef struct panel {
+    __m512i u[64];   /* quant bytes 4i..4i+3 of each row (Q2_K: times the sub-block scale) */
+    __m512i sc[8];   /* Q4_K: each row's scale of sub-block j */
+    __m512i mins[8]; /* int16 pairs (m_2i, m_2i+1); Q4_K uses 4 */
+    __m512 d, dmin;
+} panel;
+
+/* Columns that share each panel load; their chains and accumulators fill
+ * the registers. */
+#define NC 4
+/* Columns whose accm fits the stack array; more are taken in chunks. */
+#define CHUNK 64
+
+INLINE __m512i byte_of(__m512i v, int b)
+{
+    return _mm512_and_si512(_mm512_srli_epi32(v, 8 * b), _mm512_set1_epi32(0xff));
+}
+
+/* Two int32 lanes' low 16 bits as one int16 pair. */
+INLINE __m512i pair16(__m512i lo, __m512i hi)
+{
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+static void pack_q4_K(panel *p, const uint8_t *blk, size_t stride)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    /* qs byte 32g + 4k + t: low nibble element 64g + 4k + t, high 64g + 32 + 4k + t */
+    __m512i raw[32], h[4];
+    load16x16(blk + 16, stride, raw);
+    load16x16(blk + 80, stride, raw + 16);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++)
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            p->u[16 * g + k] = _mm512_and_si512(raw[8 * g + k], m4);
+            p->u[16 * g + 8 + k] = _mm512_and_si512(_mm512_srli_epi16(raw[8 * g + k], 4), m4);
+        }
+    load16x4(blk, stride, h); /* d | dmin, then the 12 scale bytes */
+    p->d = halves(h[0], 0);
+    p->dmin = halves(h[0], 1);
+    /* the 6-bit scales and mins as quant/repack_ref.c's q4_K_scale_min */
+    const __m512i s0 = h[1], s1 = h[2], s2 = h[3];
+    const __m512i m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15);
+    __m512i m[8];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        p->sc[j] = _mm512_and_si512(byte_of(s0, j), m63);
+        m[j] = _mm512_and_si512(byte_of(s1, j), m63);
+        const __m512i hs = _mm512_slli_epi32(_mm512_srli_epi32(byte_of(s0, j), 6), 4);
+        const __m512i hm = _mm512_slli_epi32(_mm512_srli_epi32(byte_of(s1, j), 6), 4);
+        p->sc[j + 4] = _mm512_or_si512(_mm512_and_si512(byte_of(s2, j), m15), hs);
+        m[j + 4] = _mm512_or_si512(_mm512_srli_epi32(byte_of(s2, j), 4), hm);
+    }
+    for (int g = 0; g < 4; g++) p->mins[g] = pair16(m[2 * g], m[2 * g + 1]);
+}
+
+static void pack_q2_K(panel *p, const uint8_t *blk, size_t stride)
+{
+    __m512i sw[16], m[16], h[4], raw[16]; /* per sub-block: scale in both int16 halves, min */
+    load16x4(blk, stride, h);
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++)
+#pragma GCC unroll 4
+        for (int b = 0; b < 4; b++) {
+            const __m512i sc = _mm512_and_si512(byte_of(h[t], b), _mm512_set1_epi32(15));
+            sw[4 * t + b] = pair16(sc, sc);
+            m[4 * t + b] = _mm512_srli_epi32(byte_of(h[t], b), 4);
+        }
+    /* qs byte 32g + 4k + t, bits 2q: element 128g + 32q + 4k + t, sub-block 8g + 2q + k/4 */
+    load16x16(blk + 16, stride, raw);
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; g++)
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++)
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw[8 * g + k], 2 * q), _mm512_set1_epi8(3));
+                p->u[32 * g + 8 * q + k] = _mm512_mullo_epi16(v, sw[8 * g + 2 * q + k / 4]);
+            }
+    for (int i = 0; i < 8; i++) p->mins[i] = pair16(m[2 * i], m[2 * i + 1]);
+    load16x4(blk + 68, stride, h); /* the block's last 16 bytes end with d | dmin */
+    p->d = halves(h[3], 0);
+    p->dmin = halves(h[3], 1);
+}
+
+/* Adds one super-block of `nc` columns (y: their blocks, y_stride apart)
+ * to acc (in s) and accm (in sm, 16 floats per column). */
+INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm, const int vnni, const uint8_t *y,
+                    size_t y_stride, float *s, size_t ldo, float *sm)
+{
+    const qt_block_q8_K *yb[NC];
+    __m512 acc[NC], accm[NC], d[NC], dm[NC];
+    __m512i ist[NC], imt[NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < nc; c++) {
+        yb[c] = (const qt_block_q8_K *)(y + c * y_stride);
+        acc[c] = _mm512_loadu_ps(s + c * ldo);
+        accm[c] = _mm512_loadu_ps(sm + 16 * c);
+        const __m512 dy = _mm512_set1_ps(yb[c]->d);
+        d[c] = _mm512_mul_ps(p->d, dy);
+        dm[c] = _mm512_mul_ps(p->dmin, dy);
+        ist[c] = imt[c] = _mm512_setzero_si512();
+    }
+    for (int g = 0; g < (q4k ? 4 : 2); g++) {
+        __m512i is[NC], im[NC];
+        if (q4k) {
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) is[c] = _mm512_setzero_si512();
+            for (int h = 0; h < 2; h++) {
+                const int j = 2 * g + h;
+                __m512i dot[NC];
+#pragma GCC unroll 4
+                for (int c = 0; c < nc; c++) dot[c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; k++) {
+                    const __m512i u = p->u[8 * j + k];
+#pragma GCC unroll 4
+                    for (int c = 0; c < nc; c++) dot[c] = dot4_bcast(dot[c], u, yb[c]->qs + 32 * j + 4 * k, vnni);
+                }
+#pragma GCC unroll 4
+                for (int c = 0; c < nc; c++) is[c] = _mm512_add_epi32(is[c], _mm512_mullo_epi32(dot[c], p->sc[j]));
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) {
+                const int16_t b0 = (int16_t)(yb[c]->bsums[4 * g] + yb[c]->bsums[4 * g + 1]);
+                const int16_t b1 = (int16_t)(yb[c]->bsums[4 * g + 2] + yb[c]->bsums[4 * g + 3]);
+                const uint32_t pair = (uint16_t)b0 | (uint32_t)(uint16_t)b1 << 16;
+                im[c] = _mm512_madd_epi16(p->mins[g], _mm512_set1_epi32((int)pair));
+            }
+        } else {
+            /* two chains per column, so that vpdpbusd's latency overlaps */
+            __m512i e[NC], o[NC];
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) e[c] = o[c] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+            for (int i = 32 * g; i < 32 * g + 32; i += 2) {
+                const __m512i u0 = p->u[i], u1 = p->u[i + 1];
+#pragma GCC unroll 4
+                for (int c = 0; c < nc; c++) {
+                    e[c] = dot4_bcast(e[c], u0, yb[c]->qs + 4 * i, vnni);
+                    o[c] = dot4_bcast(o[c], u1, yb[c]->qs + 4 * i + 4, vnni);
+                }
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) {
+                is[c] = _mm512_add_epi32(e[c], o[c]);
+                im[c] = _mm512_setzero_si512();
+                for (int i = 4 * g; i < 4 * g + 4; i++) {
+                    int32_t pair;
+                    memcpy(&pair, yb[c]->bsums + 2 * i, sizeof pair);
+                    im[c] = _mm512_add_epi32(im[c], _mm512_madd_epi16(p->mins[i], _mm512_set1_epi32(pair)));
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) {
+            if (gemm) {
+                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[c]), d[c], acc[c]);
+                accm[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im[c]), dm[c], accm[c]);
+            } else {
+                ist[c] = _mm512_add_epi32(ist[c], is[c]);
+                imt[c] = _mm512_add_epi32(imt[c], im[c]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < nc; c++) {
+        if (!gemm) {
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ist[c]), d[c], acc[c]);
+            accm[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imt[c]), dm[c], accm[c]);
+        }
+        _mm512_storeu_ps(s + c * ldo, acc[c]);
+        _mm512_storeu_ps(sm + 16 * c, accm[c]);
+    }
+}
+
+INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride,
+                  const void *y, size_t y_stride, const int q4k, const int vnni)
+{
+    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
+    alignas(64) panel p;
+    alignas(64) float sm[CHUNK * 16];
+    for (int c0 = 0; c0 < ncols; c0 += CHUNK) {
+        const int nch = ncols - c0 < CHUNK ? ncols - c0 : CHUNK;
+        float *sc = s + (size_t)c0 * ldo;
+        const uint8_t *yc = (const uint8_t *)y + (size_t)c0 * y_stride;
+        for (int c = 0; c < nch; c++) {
+            _mm512_storeu_ps(sc + c * ldo, _mm512_setzero_ps());
+            _mm512_store_ps(sm + 16 * c, _mm512_setzero_ps());
+        }
+        for (int b = 0; b < n / QT_QK_K; b++) {
+            const uint8_t *blk = (const uint8_t *)w + (size_t)b * bs;
+            if (b + 2 < n / QT_QK_K) prefetch_rows(blk + 2 * bs, w_stride, bs);
+            if (q4k)
+                pack_q4_K(&p, blk, w_stride);
+            else
+                pack_q2_K(&p, blk, w_stride);
+            const uint8_t *yb = yc + (size_t)b * sizeof(qt_block_q8_K);
+            int c = 0;
+            for (; nch - c >= NC; c += NC)
+                columns(&p, NC, q4k, gemm, vnni, yb + c * y_stride, y_stride, sc + c * ldo, ldo, sm + 16 * c);
+            for (; c < nch; c++)
+                columns(&p, 1, q4k, gemm, vnni, yb + c * y_stride, y_stride, sc + c * ldo, ldo, sm + 16 * c);
+        }
+        for (int c = 0; c < nch; c++)
+            _mm512_storeu_ps(sc + c * ldo, _mm512_sub_ps(_mm512_loadu_ps(sc + c * ldo), _mm512_load_ps(sm + 16 * c)));
+    }
+}
+
+/* Q8_K carries its scale as f32 and its bsums: no side data. */
+static size_t aux_none(int n)
+{
+    (void)n;
+    return 0;
+}
+
+static void prep_none(int n, void *aux, const void *y)
+{
+    (void)n, (void)aux, (void)y;
+}
+
+#define WIDE_K(name, q4k, vnni)                                                                            \
+    static void run_##name(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, \
+                           const void *y, size_t y_stride, const void *aux, size_t aux_stride)                \
+    {                                                                                                      \
+        (void)aux, (void)aux_stride;                                                                       \
+        if (gemm)                                                                                          \
+            run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, q4k, vnni);                               \
+        else                                                                                               \
+            run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, q4k, vnni);                               \
+    }                                                                                                      \
+    const qt_rp_wide qt_rp_wide_##name = {aux_none, prep_none, run_##name};
+
+WIDE_K(q4_K_avx512, 1, 0)
+WIDE_K(q4_K_avx512_vnni, 1, 1)
+WIDE_K(q2_K_avx512, 0, 0)
+WIDE_K(q2_K_avx512_vnni, 0, 1)
+
+#endif

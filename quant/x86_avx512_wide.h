@@ -1,0 +1,108 @@
+/* x86_avx512_wide.h - what the wide repack kernels (repack.h) share: one
+ * int32 lane per weight row.  Included only by quant/x86_avx512_repack*.c,
+ * compiled with the AVX-512 flags; as in x86_avx512.c, vpdpbusd is inline
+ * asm behind a constant `vnni`, so those files never need -mavx512vnni. */
+#ifndef QLM_QT_X86_AVX512_WIDE_H
+#define QLM_QT_X86_AVX512_WIDE_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef INLINE
+#define INLINE static inline __attribute__((always_inline))
+#endif
+
+/* acc + sum of u.s over each group of 4 bytes, u unsigned from a register,
+ * s the 4 signed bytes at p in every lane.  Without VNNI, vpmaddubsw first
+ * adds byte pairs into int16 with saturation: callers keep u.s pairs small
+ * enough that it never saturates. */
+INLINE __m512i dot4_bcast(__m512i acc, __m512i u, const int8_t *p, const int vnni)
+{
+    if (vnni) {
+        __asm__("%{evex%} vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const int32_t *)p));
+        return acc;
+    }
+    int32_t s;
+    memcpy(&s, p, sizeof s);
+    const __m512i pairs = _mm512_maddubs_epi16(u, _mm512_set1_epi32(s));
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)));
+}
+
+/* Loads turned into row-per-lane form: v[k] lane r = dword k of the bytes
+ * at p + r * stride.  Shuffles, because gathers are microcoded slowly on
+ * CPUs with the Gather Data Sampling fix (they took 85% of a packing). */
+
+/* The 16 bytes at p, p + step, p + 2 step, p + 3 step as the four 128-bit
+ * lanes (the lane number must be an immediate, even unoptimized). */
+INLINE __m512i lanes4(const uint8_t *p, size_t step)
+{
+    const __m512i a = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
+    const __m512i b = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + step)), 1);
+    const __m512i c = _mm512_inserti32x4(b, _mm_loadu_si128((const __m128i *)(p + 2 * step)), 2);
+    return _mm512_inserti32x4(c, _mm_loadu_si128((const __m128i *)(p + 3 * step)), 3);
+}
+
+/* 16 bytes per row, k < 4: rows 4L + i sit in lane L of a[i], then a 4x4
+ * dword transpose inside each 128-bit lane. */
+INLINE void load16x4(const uint8_t *p, size_t stride, __m512i v[4])
+{
+    __m512i a[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) a[i] = lanes4(p + i * stride, 4 * stride);
+    const __m512i t0 = _mm512_unpacklo_epi32(a[0], a[1]), t1 = _mm512_unpackhi_epi32(a[0], a[1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(a[2], a[3]), t3 = _mm512_unpackhi_epi32(a[2], a[3]);
+    v[0] = _mm512_unpacklo_epi64(t0, t2);
+    v[1] = _mm512_unpackhi_epi64(t0, t2);
+    v[2] = _mm512_unpacklo_epi64(t1, t3);
+    v[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* 64 bytes per row, k < 16: the usual 16x16 dword transpose (dwords, then
+ * qwords inside 128-bit lanes, then the lanes themselves). */
+INLINE void load16x16(const uint8_t *p, size_t stride, __m512i v[16])
+{
+    __m512i r[16], t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512((const void *)(p + i * stride));
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    /* r[4i + j], lane L: dword 4L + j of rows 4i..4i+3 */
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        const __m512i lo01 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44), lo23 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44);
+        const __m512i hi01 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xee), hi23 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xee);
+        v[j] = _mm512_shuffle_i32x4(lo01, lo23, 0x88);
+        v[4 + j] = _mm512_shuffle_i32x4(lo01, lo23, 0xdd);
+        v[8 + j] = _mm512_shuffle_i32x4(hi01, hi23, 0x88);
+        v[12 + j] = _mm512_shuffle_i32x4(hi01, hi23, 0xdd);
+    }
+}
+
+/* Asks for `bytes` at p + r * stride of the 16 rows ahead of use: 16 rows
+ * far apart are more streams than the hardware prefetchers follow, and the
+ * packing otherwise waits on memory for most of its time. */
+INLINE void prefetch_rows(const uint8_t *p, size_t stride, size_t bytes)
+{
+    for (int r = 0; r < 16; r++)
+        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(p + r * stride + o), _MM_HINT_T0);
+}
+
+/* The f16 in the low (hi = 0) or high half of each lane, widened exactly. */
+INLINE __m512 halves(__m512i v, int hi)
+{
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(hi ? _mm512_srli_epi32(v, 16) : v));
+}
+
+#endif
