@@ -59,13 +59,14 @@ int gl_numa_plan_make(hwloc_topology_t topo, gl_numa_mode mode, int n_threads, i
     }
     if (mode == GL_NUMA_OFF || n_nodes < 2) {
         plan->node_os[0] = n_nodes ? (int)nodes[0]->os_index : 0;
-        /* One node, every core used: one thread per core, so the OS cannot
-         * stack two of them on one core's hyperthreads or move one away
-         * from the caches it warmed.  Fewer threads than cores stay free:
-         * pinning them to the first cores would pile concurrent qlm
-         * processes onto the same ones. */
+        /* One node: only isolate (asked for) pins, one thread per core, and
+         * only when every core runs one.  Not by default: a pinned thread
+         * cannot leave a core another process is using, and on a shared
+         * 2-core machine default pinning made decoding 2.5-3x slower.
+         * Fewer threads than cores are never pinned: concurrent qlm
+         * processes would pile onto the first cores. */
         const int n_core = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-        if (mode != GL_NUMA_OFF && n_nodes == 1 && n_threads > 1 && n_threads == n_core) {
+        if (mode == GL_NUMA_ISOLATE && n_nodes == 1 && n_threads > 1 && n_threads == n_core) {
             plan->pinned = 1;
             for (int t = 0; t < n_threads; t++) plan->thread_pu[t] = node_pu(topo, nodes[0], t);
         }

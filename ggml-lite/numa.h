@@ -10,8 +10,8 @@
  *   so attention reads its K/V from local memory.
  * isolate: every thread and all KV memory on one node (the home node).
  * off, or one node: memory is not bound; allocations are plain.  On one
- *   node (not off), threads are pinned one per core when there are exactly
- *   as many threads as cores. */
+ *   node, isolate pins threads one per core when there are exactly as many
+ *   threads as cores. */
 #ifndef QLM_GL_NUMA_H
 #define QLM_GL_NUMA_H
 

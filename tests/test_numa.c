@@ -112,20 +112,20 @@ static void check_other_modes(void)
     }
     TEST_END();
 
-    TEST_BEGIN("numa_one_node_pins_one_thread_per_core_when_all_cores_run");
+    TEST_BEGIN("numa_one_node_isolate_pins_one_thread_per_core_when_all_cores_run");
     /* 4 cores with 2 hyperthreads each, PUs numbered core-major: threads
      * take the first PU of each core, never two on one core */
     t = synthetic("core:4 pu:2");
     CHECK(t != NULL, "topology");
     if (t) {
         gl_numa_plan p;
-        CHECK(gl_numa_plan_make(t, GL_NUMA_DISTRIBUTE, 4, 8, 4, 0, &p) == 0, "plan");
+        CHECK(gl_numa_plan_make(t, GL_NUMA_ISOLATE, 4, 8, 4, 0, &p) == 0, "plan");
         CHECK(p.pinned && !p.bound, "4 threads on 4 cores: pinned %d bound %d", p.pinned, p.bound);
         for (int i = 0; i < 4; i++) CHECK(p.thread_pu[i] == 2 * i, "thread %d on PU %d, want %d", i, p.thread_pu[i], 2 * i);
-        CHECK(gl_numa_plan_make(t, GL_NUMA_ISOLATE, 4, 8, 4, 0, &p) == 0 && p.pinned, "isolate on one node pins too");
+        CHECK(gl_numa_plan_make(t, GL_NUMA_DISTRIBUTE, 4, 8, 4, 0, &p) == 0 && !p.pinned, "the default pins");
         CHECK(gl_numa_plan_make(t, GL_NUMA_OFF, 4, 8, 4, 0, &p) == 0 && !p.pinned, "off pins");
-        CHECK(gl_numa_plan_make(t, GL_NUMA_DISTRIBUTE, 8, 8, 4, 0, &p) == 0 && !p.pinned, "8 threads on 4 cores pinned");
-        CHECK(gl_numa_plan_make(t, GL_NUMA_DISTRIBUTE, 1, 8, 4, 0, &p) == 0 && !p.pinned, "1 thread pinned");
+        CHECK(gl_numa_plan_make(t, GL_NUMA_ISOLATE, 8, 8, 4, 0, &p) == 0 && !p.pinned, "8 threads on 4 cores pinned");
+        CHECK(gl_numa_plan_make(t, GL_NUMA_ISOLATE, 1, 8, 4, 0, &p) == 0 && !p.pinned, "1 thread pinned");
         hwloc_topology_destroy(t);
     }
     gl_numa_plan p;
