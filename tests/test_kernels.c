@@ -12,6 +12,8 @@
  *   error, (n/32 + 16)·FLT_EPSILON·Σ|x_i·y_i| + n·FLT_TRUE_MIN: at most
  *   n/32 + 3 additions per lane, a reduction tree of depth 6, and products
  *   that are exact (halves, bfloat16) or rounded once (f32).
+ * - tile dot products (vec_dot_tile: many rows times many columns): each
+ *   output equal to the same set's vec_dot bit for bit.
  * - K-quant dot products (Q2_K..Q6_K weights, Q8_K activations): equal to
  *   the reference bit for bit, for the same reason.
  * - Q8_0/Q8_1 quantizers, both roundings (from_float, quantize_act), and
@@ -231,13 +233,13 @@ static void test_quant_dot(qt_isa isa, const qtype *t) {
 /* ---- tiles of rows x columns ------------------------------------------- *
  * Every output of a tile kernel (vec_dot_tile) equals the same set's
  * vec_dot of that row and column, bit for bit, for every tile shape up to
- * 5 rows by 9 columns (each micro-tile shape, and each with padding rows or
+ * 9 rows by 9 columns (each micro-tile shape, and each with padding rows or
  * columns), with rows and columns at uneven strides and an output stride
  * larger than the tile, whose other elements must stay untouched. */
 
 static const int tile_lengths[] = {32, 96, 576};
 #define N_TILE_LENGTHS (sizeof tile_lengths / sizeof tile_lengths[0])
-enum { TILE_MAX_R = 5, TILE_MAX_C = 9 };
+enum { TILE_MAX_R = 9, TILE_MAX_C = 9 };
 
 static void test_quant_tile(qt_isa isa, const qtype *t) {
     const qt_kernels *k = qt_isa_kernels(isa);
