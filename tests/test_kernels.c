@@ -435,6 +435,54 @@ static void test_kquant_dot(qt_isa isa, const ktype *t) {
     free(by.base);
 }
 
+/* K-quant tiles, where a set has one (else matmul loops over vec_dot):
+ * the same check as test_quant_tile. */
+static void test_kquant_tile(qt_isa isa, const ktype *t) {
+    const qt_kernels *k = qt_isa_kernels(isa);
+    if (!k->vec_dot_tile[t->t])
+        return;
+    const size_t size = qt_get(t->t)->type_size, ysize = sizeof(qt_block_q8_K);
+    const int max_nb = 3;
+    const size_t xs = size * (size_t)(max_nb + 1), ys = ysize * (size_t)(max_nb + 1);
+    buf bx = buf_new(xs * TILE_MAX_R, 2), by = buf_new(ys * TILE_MAX_C, 4);
+    const size_t ldo = TILE_MAX_R + 2;
+    float out[TILE_MAX_C * (TILE_MAX_R + 2)];
+    char name[128];
+    for (int scenario = -1; scenario < ADV_COUNT; scenario++) {
+        snprintf(name, sizeof name, "%s/vec_dot_tile_%s_q8_k/%s", set_names[isa], qt_get(t->t)->name,
+                 scenario < 0 ? "random" : adv_names[scenario]);
+        TEST_BEGIN(name);
+        for (int nb = 1; nb <= max_nb; nb += 2) {
+            const int n = 256 * nb;
+            uint8_t *x = bx.p + xs * TILE_MAX_R - size * (size_t)nb - xs * (TILE_MAX_R - 1);
+            uint8_t *y = by.p + ys * TILE_MAX_C - ysize * (size_t)nb - ys * (TILE_MAX_C - 1);
+            for (int r = 0; r < TILE_MAX_R; r++)
+                fill_kblocks(t, x + xs * (size_t)r, nb, scenario);
+            for (int c = 0; c < TILE_MAX_C; c++)
+                fill_q8k((qt_block_q8_K *)(y + ys * (size_t)c), nb, scenario);
+            for (int nr = 1; nr <= TILE_MAX_R; nr += 2)
+                for (int nc = 1; nc <= TILE_MAX_C; nc++) {
+                    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+                        out[i] = -1234.5f;
+                    k->vec_dot_tile[t->t](n, out, ldo, x, xs, nr, y, ys, nc);
+                    for (int c = 0; c < TILE_MAX_C; c++)
+                        for (int r = 0; r < (int)ldo; r++) {
+                            const float got = out[(size_t)c * ldo + (size_t)r];
+                            float want = -1234.5f;
+                            if (r < nr && c < nc)
+                                k->vec_dot[t->t](n, &want, x + xs * (size_t)r, y + ys * (size_t)c);
+                            CHECK(same_float(got, want),
+                                  "n=%d tile %dx%d, row %d column %d: got %.9g (0x%08x), vec_dot %.9g (0x%08x)", n,
+                                  nr, nc, r, c, got, qt_f32_bits(got), want, qt_f32_bits(want));
+                        }
+                }
+        }
+        TEST_END();
+    }
+    free(bx.base);
+    free(by.base);
+}
+
 /* ---- float dot products ------------------------------------------------ */
 
 typedef struct ftype {
@@ -873,8 +921,10 @@ int main(int argc, char **argv) {
             test_quant_dot((qt_isa)isa, &qtypes[i]);
             test_quant_tile((qt_isa)isa, &qtypes[i]);
         }
-        for (size_t i = 0; i < sizeof ktypes / sizeof ktypes[0]; i++)
+        for (size_t i = 0; i < sizeof ktypes / sizeof ktypes[0]; i++) {
             test_kquant_dot((qt_isa)isa, &ktypes[i]);
+            test_kquant_tile((qt_isa)isa, &ktypes[i]);
+        }
         for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
             test_float_dot((qt_isa)isa, &ftypes[i]);
         for (int act = 0; act < 2; act++) {
