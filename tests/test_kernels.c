@@ -241,6 +241,31 @@ static const int tile_lengths[] = {32, 96, 576};
 #define N_TILE_LENGTHS (sizeof tile_lengths / sizeof tile_lengths[0])
 enum { TILE_MAX_R = 9, TILE_MAX_C = 9 };
 
+/* Every tile of up to TILE_MAX_R rows (in steps of r_step) by TILE_MAX_C
+ * columns of x and y, each output against vec_dot; the output stride is
+ * larger than the tile, and what lies outside it must stay untouched. */
+static void check_tiles(const qt_kernels *k, qt_type t, int n, const uint8_t *x, size_t xs, const uint8_t *y,
+                        size_t ys, int r_step) {
+    const size_t ldo = TILE_MAX_R + 2;
+    float out[TILE_MAX_C * (TILE_MAX_R + 2)];
+    for (int nr = 1; nr <= TILE_MAX_R; nr += r_step)
+        for (int nc = 1; nc <= TILE_MAX_C; nc++) {
+            for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+                out[i] = -1234.5f;
+            k->vec_dot_tile[t](n, out, ldo, x, xs, nr, y, ys, nc);
+            for (int c = 0; c < TILE_MAX_C; c++)
+                for (int r = 0; r < (int)ldo; r++) {
+                    const float got = out[(size_t)c * ldo + (size_t)r];
+                    float want = -1234.5f;
+                    if (r < nr && c < nc)
+                        k->vec_dot[t](n, &want, x + xs * (size_t)r, y + ys * (size_t)c);
+                    CHECK(same_float(got, want),
+                          "n=%d tile %dx%d, row %d column %d: got %.9g (0x%08x), vec_dot %.9g (0x%08x)", n, nr, nc,
+                          r, c, got, qt_f32_bits(got), want, qt_f32_bits(want));
+                }
+        }
+}
+
 static void test_quant_tile(qt_isa isa, const qtype *t) {
     const qt_kernels *k = qt_isa_kernels(isa);
     /* The NEON sets have none yet: matmul loops over their vec_dot. */
@@ -255,8 +280,6 @@ static void test_quant_tile(qt_isa isa, const qtype *t) {
     const size_t xs = t->w_size * (size_t)(max_nb + 1), ys = t->a_size * (size_t)(max_nb + 1);
     buf bx = buf_new(xs * TILE_MAX_R, 2), by = buf_new(ys * TILE_MAX_C, 2);
     buf sx = buf_new(t->w_size * (size_t)max_nb, 2), sy = buf_new(t->a_size * (size_t)max_nb, 2);
-    const size_t ldo = TILE_MAX_R + 2;
-    float out[TILE_MAX_C * (TILE_MAX_R + 2)];
     for (int scenario = -1; scenario < ADV_COUNT; scenario++) {
         snprintf(name, sizeof name, "%s/vec_dot_tile_%s_%s/%s", set_names[isa], qt_get(t->w)->name,
                  qt_get(t->a)->name, scenario < 0 ? "random" : adv_names[scenario]);
@@ -279,22 +302,7 @@ static void test_quant_tile(qt_isa isa, const qtype *t) {
                 else
                     fill_adversarial_blocks(t, scenario, sx.p, y + ys * (size_t)c, nb);
             }
-            for (int nr = 1; nr <= TILE_MAX_R; nr++)
-                for (int nc = 1; nc <= TILE_MAX_C; nc++) {
-                    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
-                        out[i] = -1234.5f;
-                    k->vec_dot_tile[t->w](n, out, ldo, x, xs, nr, y, ys, nc);
-                    for (int c = 0; c < TILE_MAX_C; c++)
-                        for (int r = 0; r < (int)ldo; r++) {
-                            const float got = out[(size_t)c * ldo + (size_t)r];
-                            float want = -1234.5f;
-                            if (r < nr && c < nc)
-                                k->vec_dot[t->w](n, &want, x + xs * (size_t)r, y + ys * (size_t)c);
-                            CHECK(same_float(got, want),
-                                  "n=%d tile %dx%d, row %d column %d: got %.9g (0x%08x), vec_dot %.9g (0x%08x)", n,
-                                  nr, nc, r, c, got, qt_f32_bits(got), want, qt_f32_bits(want));
-                        }
-                }
+            check_tiles(k, t->w, n, x, xs, y, ys, 1);
         }
         TEST_END();
     }
@@ -445,8 +453,6 @@ static void test_kquant_tile(qt_isa isa, const ktype *t) {
     const int max_nb = 3;
     const size_t xs = size * (size_t)(max_nb + 1), ys = ysize * (size_t)(max_nb + 1);
     buf bx = buf_new(xs * TILE_MAX_R, 2), by = buf_new(ys * TILE_MAX_C, 4);
-    const size_t ldo = TILE_MAX_R + 2;
-    float out[TILE_MAX_C * (TILE_MAX_R + 2)];
     char name[128];
     for (int scenario = -1; scenario < ADV_COUNT; scenario++) {
         snprintf(name, sizeof name, "%s/vec_dot_tile_%s_q8_k/%s", set_names[isa], qt_get(t->t)->name,
@@ -460,22 +466,7 @@ static void test_kquant_tile(qt_isa isa, const ktype *t) {
                 fill_kblocks(t, x + xs * (size_t)r, nb, scenario);
             for (int c = 0; c < TILE_MAX_C; c++)
                 fill_q8k((qt_block_q8_K *)(y + ys * (size_t)c), nb, scenario);
-            for (int nr = 1; nr <= TILE_MAX_R; nr += 2)
-                for (int nc = 1; nc <= TILE_MAX_C; nc++) {
-                    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
-                        out[i] = -1234.5f;
-                    k->vec_dot_tile[t->t](n, out, ldo, x, xs, nr, y, ys, nc);
-                    for (int c = 0; c < TILE_MAX_C; c++)
-                        for (int r = 0; r < (int)ldo; r++) {
-                            const float got = out[(size_t)c * ldo + (size_t)r];
-                            float want = -1234.5f;
-                            if (r < nr && c < nc)
-                                k->vec_dot[t->t](n, &want, x + xs * (size_t)r, y + ys * (size_t)c);
-                            CHECK(same_float(got, want),
-                                  "n=%d tile %dx%d, row %d column %d: got %.9g (0x%08x), vec_dot %.9g (0x%08x)", n,
-                                  nr, nc, r, c, got, qt_f32_bits(got), want, qt_f32_bits(want));
-                        }
-                }
+            check_tiles(k, t->t, n, x, xs, y, ys, 2);
         }
         TEST_END();
     }
