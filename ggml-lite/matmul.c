@@ -61,16 +61,6 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
     }
 }
 
-/* Quantizes n_tokens activation rows; inside a parallel region the team
- * splits them (an orphaned worksharing loop), outside it one thread does. */
-static void quantize_rows(qt_from_float_fn quantize, const float *x, int64_t n_in, int n_tokens, void *xq,
-                          size_t xq_row)
-{
-    #pragma omp for schedule(static)
-    for (int t = 0; t < n_tokens; t++)
-        quantize(x + (int64_t)t * n_in, (uint8_t *)xq + (size_t)t * xq_row, n_in);
-}
-
 static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch, bool each)
 {
     const qt_traits *tr = qt_get(w->type);
@@ -79,41 +69,17 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
     const qt_traits *act = qt_get(tr->vec_dot_type);
     const void *xq = x;
     size_t xq_row = (size_t)n_in * sizeof(float);
-    qt_from_float_fn quantize = NULL;
     if (tr->vec_dot_type != QT_F32) {
-        quantize = act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
+        qt_from_float_fn quantize = act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
         if (!quantize) return -1;
         xq_row = qt_row_size(tr->vec_dot_type, n_in);
+        /* A few tokens quantize in a microsecond or two, less than waking
+         * the team and waiting at its barrier (far less with a passive
+         * OMP_WAIT_POLICY): batched decoding keeps this serial. */
+        #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n_in >= 65536)
+        for (int t = 0; t < n_tokens; t++)
+            quantize(x + (int64_t)t * n_in, (uint8_t *)scratch + (size_t)t * xq_row, n_in);
         xq = scratch;
-    }
-    /* vec_dot's order with each weight block unpacked once for all tokens
-     * and several rows' chains in flight (qt_vec_dot_tile_fn): the same
-     * bits, so gl_matmul_each may use it too, wherever llama.cpp would use
-     * vec_dot (no repacked, tiled or tinyBLAS order below applies).
-     * Threads take TILE_ROWS rows at a time, few enough to keep the split
-     * balanced.  One parallel region quantizes and multiplies: a batch's
-     * few activation rows cost less than a second fork and join. */
-    const int cols = each ? 1 : n_tokens;
-    if (tr->vec_dot_tile && !qt_repack_applies(w->type, n_out) && !qt_tiled_applies(w->type, n_out, cols) &&
-        !qt_tinyblas_dot(w->type, n_out, cols)) {
-        enum { TILE_ROWS = 8 };
-        const int64_t n_tiles = (n_out + TILE_ROWS - 1) / TILE_ROWS;
-        #pragma omp parallel
-        {
-            if (quantize) quantize_rows(quantize, x, n_in, n_tokens, scratch, xq_row);
-            #pragma omp for schedule(static)
-            for (int64_t g = 0; g < n_tiles; g++) {
-                const int64_t r = g * TILE_ROWS;
-                const int nr = (int)(n_out - r < TILE_ROWS ? n_out - r : TILE_ROWS);
-                tr->vec_dot_tile((int)n_in, &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
-                                 n_tokens);
-            }
-        }
-        return 0;
-    }
-    if (quantize) {
-        #pragma omp parallel if (n_tokens > 1)
-        quantize_rows(quantize, x, n_in, n_tokens, scratch, xq_row);
     }
     /* Weights llama.cpp repacks (quant/repack.h): groups of 8 rows, the
      * first n - n % 4 tokens 4 at a time (its gemm), the rest one at a time
@@ -159,6 +125,22 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
      * tinyBLAS order differs from vec_dot's (quant/tiled.h), it is used. */
     qt_vec_dot_fn tiny = qt_tinyblas_dot(w->type, n_out, each ? 1 : n_tokens);
     qt_vec_dot_fn dot = tiny ? tiny : tr->vec_dot;
+    /* vec_dot's order with each weight block unpacked once for all tokens
+     * and several rows' chains in flight (qt_vec_dot_tile_fn): the same
+     * bits, so gl_matmul_each may use it too.  Threads take TILE_ROWS rows
+     * at a time, few enough to keep the split balanced. */
+    if (!tiny && tr->vec_dot_tile) {
+        enum { TILE_ROWS = 8 };
+        const int64_t n_tiles = (n_out + TILE_ROWS - 1) / TILE_ROWS;
+        #pragma omp parallel for schedule(static)
+        for (int64_t g = 0; g < n_tiles; g++) {
+            const int64_t r = g * TILE_ROWS;
+            const int nr = (int)(n_out - r < TILE_ROWS ? n_out - r : TILE_ROWS);
+            tr->vec_dot_tile((int)n_in, &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
+                             n_tokens);
+        }
+        return 0;
+    }
     #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n_out; r++) {
         const void *wr = gl_row(w, r);
