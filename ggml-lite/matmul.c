@@ -73,7 +73,10 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
         qt_from_float_fn quantize = act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
         if (!quantize) return -1;
         xq_row = qt_row_size(tr->vec_dot_type, n_in);
-        #pragma omp parallel for schedule(static) if (n_tokens > 1)
+        /* A few tokens quantize in a microsecond or two, less than waking
+         * the team and waiting at its barrier (far less with a passive
+         * OMP_WAIT_POLICY): batched decoding keeps this serial. */
+        #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n_in >= 65536)
         for (int t = 0; t < n_tokens; t++)
             quantize(x + (int64_t)t * n_in, (uint8_t *)scratch + (size_t)t * xq_row, n_in);
         xq = scratch;
@@ -122,6 +125,22 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
      * tinyBLAS order differs from vec_dot's (quant/tiled.h), it is used. */
     qt_vec_dot_fn tiny = qt_tinyblas_dot(w->type, n_out, each ? 1 : n_tokens);
     qt_vec_dot_fn dot = tiny ? tiny : tr->vec_dot;
+    /* vec_dot's order with each weight block unpacked once for all tokens
+     * and several rows' chains in flight (qt_vec_dot_tile_fn): the same
+     * bits, so gl_matmul_each may use it too.  Threads take TILE_ROWS rows
+     * at a time, few enough to keep the split balanced. */
+    if (!tiny && tr->vec_dot_tile) {
+        enum { TILE_ROWS = 8 };
+        const int64_t n_tiles = (n_out + TILE_ROWS - 1) / TILE_ROWS;
+        #pragma omp parallel for schedule(static)
+        for (int64_t g = 0; g < n_tiles; g++) {
+            const int64_t r = g * TILE_ROWS;
+            const int nr = (int)(n_out - r < TILE_ROWS ? n_out - r : TILE_ROWS);
+            tr->vec_dot_tile((int)n_in, &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
+                             n_tokens);
+        }
+        return 0;
+    }
     #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n_out; r++) {
         const void *wr = gl_row(w, r);

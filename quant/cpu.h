@@ -53,6 +53,7 @@ typedef enum qt_isa {
 typedef struct qt_kernels {
     const char *name; /* "avx512-vnni", as qt_isa_name reports it */
     qt_vec_dot_fn vec_dot[QT_COUNT];       /* by weight type */
+    qt_vec_dot_tile_fn vec_dot_tile[QT_COUNT]; /* likewise; the same values as vec_dot */
     qt_from_float_fn from_float[QT_COUNT]; /* by type quantized to */
     qt_from_float_fn quantize_act[QT_COUNT]; /* likewise (qt_traits) */
 } qt_kernels;

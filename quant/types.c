@@ -90,6 +90,9 @@ static void patch_table(void) {
     for (int t = 0; t < QT_COUNT; t++) {
         if (table[t].vec_dot && k->vec_dot[t])
             table[t].vec_dot = k->vec_dot[t];
+        /* A tile kernel matches its own set's vec_dot only. */
+        if (k->vec_dot[t] && table[t].vec_dot == k->vec_dot[t])
+            table[t].vec_dot_tile = k->vec_dot_tile[t];
         if (table[t].from_float && k->from_float[t])
             table[t].from_float = k->from_float[t];
         if (table[t].quantize_act && k->quantize_act[t])

@@ -57,6 +57,11 @@ typedef void (*qt_to_float_fn)(const void *src, float *dst, int64_t n);
 typedef void (*qt_from_float_fn)(const float *src, void *dst, int64_t n);
 /* *s = dot(x, y) over n elements; x is this type, y is vec_dot_type. */
 typedef void (*qt_vec_dot_fn)(int n, float *s, const void *x, const void *y);
+/* s[c*ldo + r] = dot(x + r*x_stride, y + c*y_stride) for r < nr, c < nc
+ * (nr, nc >= 1), each bit-identical to the type's vec_dot: many rows times
+ * many columns with each block unpacked once (batched decoding). */
+typedef void (*qt_vec_dot_tile_fn)(int n, float *s, size_t ldo, const void *x, size_t x_stride, int nr,
+                                   const void *y, size_t y_stride, int nc);
 
 typedef struct qt_traits {
     const char *name;        /* "q4_0", as GGUF tools spell it; NULL: no such id */
@@ -69,6 +74,9 @@ typedef struct qt_traits {
     /* Activation types only: how matmul quantizes activations (rounding as
      * llama.cpp's x86 kernels do); NULL: use from_float. */
     qt_from_float_fn quantize_act;
+    /* Weight types: vec_dot over a tile of rows and columns, the same
+     * values; NULL: loop over vec_dot (the ISA set has none). */
+    qt_vec_dot_tile_fn vec_dot_tile;
 } qt_traits;
 
 /* Row for a type id, or NULL if the id is outside the table or unused.

@@ -67,6 +67,11 @@ INLINE __m256i fifth_bits(const uint8_t qh[4]) {
     return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
+/* The 32 five-bit values of a Q5 block as bytes, in element order. */
+INLINE __m256i q5_quants(const uint8_t qs[16], const uint8_t qh[4]) {
+    return _mm256_or_si256(nibbles(qs), fifth_bits(qh));
+}
+
 /* ---- quantized dot products -------------------------------------------- *
  * The order of every float operation is quant/ref.c's (llama.cpp's x86
  * order), so results are bit-identical to the reference: lane k of a block
@@ -109,7 +114,7 @@ INLINE void dot_q5_0(int n, float *s, const void *vx, const void *vy, const int 
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QT_QK8_0; i++) {
         prefetch_weights(&x[i]);
-        const __m256i q = _mm256_or_si256(nibbles(x[i].qs), fifth_bits(x[i].qh));
+        const __m256i q = q5_quants(x[i].qs, x[i].qh);
         const __m256i l = dot4_offset(q, _mm256_set1_epi8(16), load256(y[i].qs), vnni);
         acc = fma_block(scale2(&x[i].d, &y[i].d), l, acc);
     }
@@ -123,7 +128,7 @@ INLINE void dot_q5_1(int n, float *s, const void *vx, const void *vy, const int 
     __m128 summs = _mm_setzero_ps();
     for (int i = 0; i < n / QT_QK8_1; i++) {
         prefetch_weights(&x[i]);
-        const __m256i q = _mm256_or_si256(nibbles(x[i].qs), fifth_bits(x[i].qh));
+        const __m256i q = q5_quants(x[i].qs, x[i].qh);
         const __m256i l = dot4(q, load256(y[i].qs), vnni);
         acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
     }
@@ -154,6 +159,10 @@ INSTANTIATE(q5_0)
 INSTANTIATE(q5_1)
 INSTANTIATE(q8_0)
 #undef INSTANTIATE
+
+/* 16 vector registers: tiles of at most 8 accumulators. */
+#define TILE_WIDE 0
+#include "x86_tile.inc"
 
 /* ---- float dot products ------------------------------------------------ *
  * Products of two halves (11-bit significands) or two bfloat16s are exact
@@ -278,8 +287,8 @@ INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out
 
 /* ---- tables ------------------------------------------------------------- */
 
-const qt_kernels qt_kernels_avx2 = QT_X86_TABLE("avx2", , qt_avx2_vec_dot_q6_K_q8_K);
-const qt_kernels qt_kernels_avx2_vnni = QT_X86_TABLE("avx2-vnni", _vnni, qt_avx2_vec_dot_q6_K_q8_K);
+const qt_kernels qt_kernels_avx2 = QT_X86_TABLE("avx2", , qt_avx2_vec_dot_q6_K_q8_K, NULL);
+const qt_kernels qt_kernels_avx2_vnni = QT_X86_TABLE("avx2-vnni", _vnni, qt_avx2_vec_dot_q6_K_q8_K, NULL);
 
 #else
 

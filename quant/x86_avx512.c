@@ -57,6 +57,10 @@ INLINE __m256i add_fifth_bits(__m256i q, const uint8_t qh[4]) {
     return _mm256_mask_add_epi8(q, _cvtu32_mask32(bits), q, _mm256_set1_epi8(0x10));
 }
 
+INLINE __m256i q5_quants(const uint8_t qs[16], const uint8_t qh[4]) {
+    return add_fifth_bits(nibbles(qs), qh);
+}
+
 /* ---- quantized dot products: quant/ref.c's order, as in x86_avx2.c ----- */
 
 INLINE void dot_q4_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
@@ -90,7 +94,7 @@ INLINE void dot_q5_0(int n, float *s, const void *vx, const void *vy, const int 
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QT_QK8_0; i++) {
         prefetch_weights(&x[i]);
-        const __m256i q = add_fifth_bits(nibbles(x[i].qs), x[i].qh);
+        const __m256i q = q5_quants(x[i].qs, x[i].qh);
         const __m256i l = dot4_offset(q, _mm256_set1_epi8(16), load256(y[i].qs), vnni);
         acc = fma_block(scale2(&x[i].d, &y[i].d), l, acc);
     }
@@ -104,7 +108,7 @@ INLINE void dot_q5_1(int n, float *s, const void *vx, const void *vy, const int 
     __m128 summs = _mm_setzero_ps();
     for (int i = 0; i < n / QT_QK8_1; i++) {
         prefetch_weights(&x[i]);
-        const __m256i q = add_fifth_bits(nibbles(x[i].qs), x[i].qh);
+        const __m256i q = q5_quants(x[i].qs, x[i].qh);
         const __m256i l = dot4(q, load256(y[i].qs), vnni);
         acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
     }
@@ -135,6 +139,10 @@ INSTANTIATE(q5_0)
 INSTANTIATE(q5_1)
 INSTANTIATE(q8_0)
 #undef INSTANTIATE
+
+/* 32 vector registers (EVEX): 2x8 tiles fit. */
+#define TILE_WIDE 1
+#include "x86_tile.inc"
 
 /* ---- float dot products ------------------------------------------------ *
  * Products of halves or bfloat16s are exact in float; four accumulators of
@@ -243,8 +251,8 @@ INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out
 
 /* ---- tables ------------------------------------------------------------- */
 
-const qt_kernels qt_kernels_avx512 = QT_X86_TABLE("avx512", , qt_avx512_vec_dot_q6_K_q8_K);
-const qt_kernels qt_kernels_avx512_vnni = QT_X86_TABLE("avx512-vnni", _vnni, qt_avx512_vec_dot_q6_K_q8_K);
+const qt_kernels qt_kernels_avx512 = QT_X86_TABLE("avx512", , qt_avx512_vec_dot_q6_K_q8_K, qt_avx512_vec_dot_tile_q6_K_q8_K);
+const qt_kernels qt_kernels_avx512_vnni = QT_X86_TABLE("avx512-vnni", _vnni, qt_avx512_vec_dot_q6_K_q8_K, qt_avx512_vec_dot_tile_q6_K_q8_K);
 
 #else
 

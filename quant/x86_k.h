@@ -8,6 +8,7 @@
 #ifndef QLM_QT_X86_K_H
 #define QLM_QT_X86_K_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #if defined(__x86_64__)
@@ -20,6 +21,8 @@ void qt_avx2_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_avx2_quantize_q8_K(const float *src, void *dst, int64_t n);
 
 void qt_avx512_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_avx512_vec_dot_tile_q6_K_q8_K(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y,
+                                      size_t ys, int nc);
 
 #endif
 

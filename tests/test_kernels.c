@@ -12,6 +12,8 @@
  *   error, (n/32 + 16)·FLT_EPSILON·Σ|x_i·y_i| + n·FLT_TRUE_MIN: at most
  *   n/32 + 3 additions per lane, a reduction tree of depth 6, and products
  *   that are exact (halves, bfloat16) or rounded once (f32).
+ * - tile dot products (vec_dot_tile: many rows times many columns): each
+ *   output equal to the same set's vec_dot bit for bit.
  * - K-quant dot products (Q2_K..Q6_K weights, Q8_K activations): equal to
  *   the reference bit for bit, for the same reason.
  * - Q8_0/Q8_1 quantizers, both roundings (from_float, quantize_act), and
@@ -228,6 +230,88 @@ static void test_quant_dot(qt_isa isa, const qtype *t) {
     free(by.base);
 }
 
+/* ---- tiles of rows x columns ------------------------------------------- *
+ * Every output of a tile kernel (vec_dot_tile) equals the same set's
+ * vec_dot of that row and column, bit for bit, for every tile shape up to
+ * 9 rows by 9 columns (each micro-tile shape, and each with padding rows or
+ * columns), with rows and columns at uneven strides and an output stride
+ * larger than the tile, whose other elements must stay untouched. */
+
+static const int tile_lengths[] = {32, 96, 576};
+#define N_TILE_LENGTHS (sizeof tile_lengths / sizeof tile_lengths[0])
+enum { TILE_MAX_R = 9, TILE_MAX_C = 9 };
+
+/* Every tile of up to TILE_MAX_R rows (in steps of r_step) by TILE_MAX_C
+ * columns of x and y, each output against vec_dot; the output stride is
+ * larger than the tile, and what lies outside it must stay untouched. */
+static void check_tiles(const qt_kernels *k, qt_type t, int n, const uint8_t *x, size_t xs, const uint8_t *y,
+                        size_t ys, int r_step) {
+    const size_t ldo = TILE_MAX_R + 2;
+    float out[TILE_MAX_C * (TILE_MAX_R + 2)];
+    for (int nr = 1; nr <= TILE_MAX_R; nr += r_step)
+        for (int nc = 1; nc <= TILE_MAX_C; nc++) {
+            for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+                out[i] = -1234.5f;
+            k->vec_dot_tile[t](n, out, ldo, x, xs, nr, y, ys, nc);
+            for (int c = 0; c < TILE_MAX_C; c++)
+                for (int r = 0; r < (int)ldo; r++) {
+                    const float got = out[(size_t)c * ldo + (size_t)r];
+                    float want = -1234.5f;
+                    if (r < nr && c < nc)
+                        k->vec_dot[t](n, &want, x + xs * (size_t)r, y + ys * (size_t)c);
+                    CHECK(same_float(got, want),
+                          "n=%d tile %dx%d, row %d column %d: got %.9g (0x%08x), vec_dot %.9g (0x%08x)", n, nr, nc,
+                          r, c, got, qt_f32_bits(got), want, qt_f32_bits(want));
+                }
+        }
+}
+
+static void test_quant_tile(qt_isa isa, const qtype *t) {
+    const qt_kernels *k = qt_isa_kernels(isa);
+    /* The NEON sets have none yet: matmul loops over their vec_dot. */
+    if (!k->vec_dot_tile[t->w] && (isa == QT_ISA_NEON || isa == QT_ISA_NEON_DOTPROD)) {
+        printf("SKIP %s/vec_dot_tile_%s: no tile kernel in this set\n", set_names[isa], qt_get(t->w)->name);
+        return;
+    }
+    char name[128];
+    const int max_nb = tile_lengths[N_TILE_LENGTHS - 1] / 32;
+    /* One spare block between rows and between columns: strides are not
+     * the row length. */
+    const size_t xs = t->w_size * (size_t)(max_nb + 1), ys = t->a_size * (size_t)(max_nb + 1);
+    buf bx = buf_new(xs * TILE_MAX_R, 2), by = buf_new(ys * TILE_MAX_C, 2);
+    buf sx = buf_new(t->w_size * (size_t)max_nb, 2), sy = buf_new(t->a_size * (size_t)max_nb, 2);
+    for (int scenario = -1; scenario < ADV_COUNT; scenario++) {
+        snprintf(name, sizeof name, "%s/vec_dot_tile_%s_%s/%s", set_names[isa], qt_get(t->w)->name,
+                 qt_get(t->a)->name, scenario < 0 ? "random" : adv_names[scenario]);
+        TEST_BEGIN(name);
+        CHECK(k->vec_dot_tile[t->w] != NULL, "no kernel");
+        for (size_t li = 0; li < N_TILE_LENGTHS && k->vec_dot_tile[t->w]; li++) {
+            const int n = tile_lengths[li], nb = n / 32;
+            /* The last row and column end at the end of their buffers. */
+            uint8_t *x = bx.p + xs * TILE_MAX_R - t->w_size * (size_t)nb - xs * (TILE_MAX_R - 1);
+            uint8_t *y = by.p + ys * TILE_MAX_C - t->a_size * (size_t)nb - ys * (TILE_MAX_C - 1);
+            for (int r = 0; r < TILE_MAX_R; r++) {
+                if (scenario < 0)
+                    fill_random_blocks(t, x + xs * (size_t)r, sy.p, nb);
+                else
+                    fill_adversarial_blocks(t, scenario, x + xs * (size_t)r, sy.p, nb);
+            }
+            for (int c = 0; c < TILE_MAX_C; c++) {
+                if (scenario < 0)
+                    fill_random_blocks(t, sx.p, y + ys * (size_t)c, nb);
+                else
+                    fill_adversarial_blocks(t, scenario, sx.p, y + ys * (size_t)c, nb);
+            }
+            check_tiles(k, t->w, n, x, xs, y, ys, 1);
+        }
+        TEST_END();
+    }
+    free(bx.base);
+    free(by.base);
+    free(sx.base);
+    free(sy.base);
+}
+
 /* ---- K-quant dot products ---------------------------------------------- */
 
 /* Where each K block keeps its f16 d and dmin (-1: none) and its packed
@@ -352,6 +436,37 @@ static void test_kquant_dot(qt_isa isa, const ktype *t) {
                 CHECK(same_float(got, want), "n=%d: got %.9g (0x%08x), reference %.9g (0x%08x)", n, got,
                       qt_f32_bits(got), want, qt_f32_bits(want));
             }
+        }
+        TEST_END();
+    }
+    free(bx.base);
+    free(by.base);
+}
+
+/* K-quant tiles, where a set has one (else matmul loops over vec_dot):
+ * the same check as test_quant_tile. */
+static void test_kquant_tile(qt_isa isa, const ktype *t) {
+    const qt_kernels *k = qt_isa_kernels(isa);
+    if (!k->vec_dot_tile[t->t])
+        return;
+    const size_t size = qt_get(t->t)->type_size, ysize = sizeof(qt_block_q8_K);
+    const int max_nb = 3;
+    const size_t xs = size * (size_t)(max_nb + 1), ys = ysize * (size_t)(max_nb + 1);
+    buf bx = buf_new(xs * TILE_MAX_R, 2), by = buf_new(ys * TILE_MAX_C, 4);
+    char name[128];
+    for (int scenario = -1; scenario < ADV_COUNT; scenario++) {
+        snprintf(name, sizeof name, "%s/vec_dot_tile_%s_q8_k/%s", set_names[isa], qt_get(t->t)->name,
+                 scenario < 0 ? "random" : adv_names[scenario]);
+        TEST_BEGIN(name);
+        for (int nb = 1; nb <= max_nb; nb += 2) {
+            const int n = 256 * nb;
+            uint8_t *x = bx.p + xs * TILE_MAX_R - size * (size_t)nb - xs * (TILE_MAX_R - 1);
+            uint8_t *y = by.p + ys * TILE_MAX_C - ysize * (size_t)nb - ys * (TILE_MAX_C - 1);
+            for (int r = 0; r < TILE_MAX_R; r++)
+                fill_kblocks(t, x + xs * (size_t)r, nb, scenario);
+            for (int c = 0; c < TILE_MAX_C; c++)
+                fill_q8k((qt_block_q8_K *)(y + ys * (size_t)c), nb, scenario);
+            check_tiles(k, t->t, n, x, xs, y, ys, 2);
         }
         TEST_END();
     }
@@ -793,10 +908,14 @@ int main(int argc, char **argv) {
                    qt_isa_kernels((qt_isa)isa) ? "this CPU lacks it" : "not built for this architecture");
             continue;
         }
-        for (size_t i = 0; i < sizeof qtypes / sizeof qtypes[0]; i++)
+        for (size_t i = 0; i < sizeof qtypes / sizeof qtypes[0]; i++) {
             test_quant_dot((qt_isa)isa, &qtypes[i]);
-        for (size_t i = 0; i < sizeof ktypes / sizeof ktypes[0]; i++)
+            test_quant_tile((qt_isa)isa, &qtypes[i]);
+        }
+        for (size_t i = 0; i < sizeof ktypes / sizeof ktypes[0]; i++) {
             test_kquant_dot((qt_isa)isa, &ktypes[i]);
+            test_kquant_tile((qt_isa)isa, &ktypes[i]);
+        }
         for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
             test_float_dot((qt_isa)isa, &ftypes[i]);
         for (int act = 0; act < 2; act++) {
