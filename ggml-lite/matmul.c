@@ -67,10 +67,9 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
 /* Batches with tile kernels (quant/tiles.h): the activations are packed
  * once (tiles shared out among threads), then passes of TB_PASS columns,
  * each split into runs of TB_ROWS rows that threads take as they come:
- * another process on a
- * core slows one thread, and a static split would make the rest wait for
- * it at every matmul.  A run's weights stay in cache from one pass to the
- * next, and no thread waits between passes. */
+ * another process on a core slows one thread, and a static split would
+ * make the rest wait for it at every matmul.  No thread waits between
+ * passes. */
 #define TB_PASS (8 * QT_TILE_COLS)
 #define TB_ROWS 32
 static void matmul_tiles(const qt_tiles *tiles, const gl_tensor *w, const void *xq, size_t xq_row, float *y,
@@ -90,8 +89,8 @@ static void matmul_tiles(const qt_tiles *tiles, const gl_tensor *w, const void *
             #pragma omp for schedule(dynamic, 1) nowait
             for (int64_t run = 0; run < runs; run++) {
                 const int64_t r0 = run * TB_ROWS, nr = n_out - r0 < TB_ROWS ? n_out - r0 : TB_ROWS;
-                tiles->kernel(w->type, (int)n_in, gl_row(w, r0), w->row_bytes, (int)nr, pass, nc, y + (size_t)c0 * n_out + r0,
-                     (size_t)n_out);
+                tiles->kernel(w->type, (int)n_in, gl_row(w, r0), w->row_bytes, (int)nr, pass, nc,
+                              y + (size_t)c0 * n_out + r0, (size_t)n_out);
             }
         }
     }
