@@ -5,6 +5,7 @@
 
 #include "quant/repack.h"
 #include "quant/tiled.h"
+#include "quant/tiles.h"
 
 /* Where the wide repack kernels' per-column data starts in the scratch:
  * after the quantized activations, 64-byte aligned. */
@@ -21,6 +22,8 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
     const qt_rp_wide *wide = qt_repack_wide(w->type);
     if (wide && qt_repack_applies(w->type, w->ne[1]))
         bytes += 64 + wide->aux_bytes((int)w->ne[0]) * (size_t)n_tokens;
+    const qt_tiles *tiles = qt_tiles_for(w->type, w->ne[1], n_tokens);
+    if (tiles) bytes += 64 + tiles->pack_size((int)w->ne[0], n_tokens);
     return bytes;
 }
 
@@ -56,6 +59,38 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
                 if (nt > ng)
                     wide->run(n_in, nt - ng, false, out + (int64_t)ng * n_out, (size_t)n_out, wg, w->row_bytes,
                               xq + (size_t)(t0 + ng) * xq_row, xq_row, aux + (size_t)(t0 + ng) * aux_row, aux_row);
+            }
+        }
+    }
+}
+
+/* Batches with tile kernels (quant/tiles.h): the activations are packed
+ * once (tiles shared out among threads), then passes of TB_PASS columns,
+ * each split into runs of TB_ROWS rows that threads take as they come:
+ * another process on a core slows one thread, and a static split would
+ * make the rest wait for it at every matmul.  No thread waits between
+ * passes. */
+#define TB_PASS (8 * QT_TILE_COLS)
+#define TB_ROWS 32
+static void matmul_tiles(const qt_tiles *tiles, const gl_tensor *w, const void *xq, size_t xq_row, float *y,
+                         int n_tokens)
+{
+    const int64_t n_in = w->ne[0], n_out = w->ne[1], runs = (n_out + TB_ROWS - 1) / TB_ROWS;
+    uint8_t *packed = (uint8_t *)xq + xq_row * (size_t)n_tokens;
+    packed += (64 - (uintptr_t)packed % 64) % 64;
+    const int n_tiles = (n_tokens + QT_TILE_COLS - 1) / QT_TILE_COLS;
+    #pragma omp parallel
+    {
+        #pragma omp for schedule(static)
+        for (int t = 0; t < n_tiles; t++) tiles->pack((int)n_in, xq, xq_row, n_tokens, t, packed);
+        for (int c0 = 0; c0 < n_tokens; c0 += TB_PASS) {
+            const int nc = n_tokens - c0 < TB_PASS ? n_tokens - c0 : TB_PASS;
+            const uint8_t *pass = packed + tiles->pack_size((int)n_in, c0);
+            #pragma omp for schedule(dynamic, 1) nowait
+            for (int64_t run = 0; run < runs; run++) {
+                const int64_t r0 = run * TB_ROWS, nr = n_out - r0 < TB_ROWS ? n_out - r0 : TB_ROWS;
+                tiles->kernel(w->type, (int)n_in, gl_row(w, r0), w->row_bytes, (int)nr, pass, nc,
+                              y + (size_t)c0 * n_out + r0, (size_t)n_out);
             }
         }
     }
@@ -110,6 +145,13 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
             }
             return 0;
         }
+    }
+    /* Q8_0 and the K-quants below, where the CPU has tile kernels: the
+     * same orders, many outputs at a time (quant/tiles.h). */
+    const qt_tiles *tiles = each ? NULL : qt_tiles_for(w->type, n_out, n_tokens);
+    if (tiles) {
+        matmul_tiles(tiles, w, xq, xq_row, y, n_tokens);
+        return 0;
     }
     /* K-quant weights llama.cpp does not repack, with 8 or more tokens:
      * its tiled kernels' order (quant/tiled.h). */

@@ -43,8 +43,11 @@ typedef struct qt_tiled_block {
     float d, dmin;
 } qt_tiled_block;
 
-/* Unpacks the block at x; returns its size in bytes (0: not a K-quant). */
+/* Unpacks the block at x; returns its size in bytes (0: not a K-quant).
+ * The _scales form fills all but q, for kernels that unpack the quants
+ * their own way. */
 size_t qt_tiled_unpack(qt_type type, const void *x, qt_tiled_block *k);
+size_t qt_tiled_unpack_scales(qt_type type, const void *x, qt_tiled_block *k);
 
 /* out[c * out_stride] = the tiled-order dot of weight row x with activation
  * row y + c * y_stride, for c < ncols. */

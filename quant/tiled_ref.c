@@ -28,9 +28,10 @@ static void k_scale_min(int j, const uint8_t *q, int *sc, int *m)
     }
 }
 
-static void unpack_q2_K(const qt_block_q2_K *x, kblock *k)
+/* Scales, mins, bias and d of each type: what qt_tiled_unpack_scales
+ * fills; the quants are the *_quants functions. */
+static void scales_q2_K(const qt_block_q2_K *x, kblock *k)
 {
-    for (int e = 0; e < QT_QK_K; e++) k->q[e] = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
     for (int j = 0; j < 16; j++) {
         k->sc[j] = x->scales[j] & 0xf;
         k->m[j] = x->scales[j] >> 4;
@@ -41,13 +42,13 @@ static void unpack_q2_K(const qt_block_q2_K *x, kblock *k)
     k->dmin = qt_f16_to_f32(x->dmin);
 }
 
-static void unpack_q3_K(const qt_block_q3_K *x, kblock *k)
+static void quants_q2_K(const qt_block_q2_K *x, kblock *k)
 {
-    for (int e = 0; e < QT_QK_K; e++) {
-        const int lo = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-        const int hi = (x->hmask[e % 32] >> (e / 32)) & 1;
-        k->q[e] = (uint8_t)(lo + (hi ? 4 : 0));
-    }
+    for (int e = 0; e < QT_QK_K; e++) k->q[e] = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+static void scales_q3_K(const qt_block_q3_K *x, kblock *k)
+{
     /* 16 6-bit scales: low nibbles in bytes 0-7, high 2 bits in bytes 8-11 */
     for (int j = 0; j < 16; j++) {
         const int low = j < 8 ? x->scales[j] & 0xf : x->scales[j - 8] >> 4;
@@ -59,39 +60,52 @@ static void unpack_q3_K(const qt_block_q3_K *x, kblock *k)
     k->d = qt_f16_to_f32(x->d);
 }
 
-static void unpack_q4_K(const qt_block_q4_K *x, kblock *k)
+static void quants_q3_K(const qt_block_q3_K *x, kblock *k)
 {
-    for (int e = 0; e < QT_QK_K; e++) k->q[e] = (x->qs[32 * (e / 64) + e % 32] >> (4 * ((e / 32) % 2))) & 0xf;
+    for (int e = 0; e < QT_QK_K; e++) {
+        const int lo = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+        const int hi = (x->hmask[e % 32] >> (e / 32)) & 1;
+        k->q[e] = (uint8_t)(lo + (hi ? 4 : 0));
+    }
+}
+
+/* Q4_K and Q5_K share the scale layout: 8 6-bit scales and mins, each
+ * for 32 elements (two of the order's 16-element groups). */
+static void scales_q45_K(const uint8_t *scales, uint16_t d, uint16_t dmin, kblock *k)
+{
     for (int j = 0; j < 8; j++) {
         int sc, m;
-        k_scale_min(j, x->scales, &sc, &m);
+        k_scale_min(j, scales, &sc, &m);
         k->sc[2 * j] = k->sc[2 * j + 1] = sc;
         k->m[2 * j] = k->m[2 * j + 1] = m;
     }
     k->has_min = true;
     k->bias = 0;
-    k->d = qt_f16_to_f32(x->d);
-    k->dmin = qt_f16_to_f32(x->dmin);
+    k->d = qt_f16_to_f32(d);
+    k->dmin = qt_f16_to_f32(dmin);
 }
 
-static void unpack_q5_K(const qt_block_q5_K *x, kblock *k)
+static void quants_q4_K(const qt_block_q4_K *x, kblock *k)
+{
+    for (int e = 0; e < QT_QK_K; e++) k->q[e] = (x->qs[32 * (e / 64) + e % 32] >> (4 * ((e / 32) % 2))) & 0xf;
+}
+
+static void quants_q5_K(const qt_block_q5_K *x, kblock *k)
 {
     for (int e = 0; e < QT_QK_K; e++)
         k->q[e] = ((x->qs[32 * (e / 64) + e % 32] >> (4 * ((e / 32) % 2))) & 0xf) |
                   (((x->qh[e % 32] >> (e / 32)) & 1) << 4);
-    for (int j = 0; j < 8; j++) {
-        int sc, m;
-        k_scale_min(j, x->scales, &sc, &m);
-        k->sc[2 * j] = k->sc[2 * j + 1] = sc;
-        k->m[2 * j] = k->m[2 * j + 1] = m;
-    }
-    k->has_min = true;
-    k->bias = 0;
-    k->d = qt_f16_to_f32(x->d);
-    k->dmin = qt_f16_to_f32(x->dmin);
 }
 
-static void unpack_q6_K(const qt_block_q6_K *x, kblock *k)
+static void scales_q6_K(const qt_block_q6_K *x, kblock *k)
+{
+    for (int j = 0; j < 16; j++) k->sc[j] = x->scales[j];
+    k->has_min = false;
+    k->bias = 32;
+    k->d = qt_f16_to_f32(x->d);
+}
+
+static void quants_q6_K(const qt_block_q6_K *x, kblock *k)
 {
     for (int e = 0; e < QT_QK_K; e++) {
         const int h = e / 128, l = e % 32, part = (e % 128) / 32; /* 0..3 */
@@ -100,23 +114,40 @@ static void unpack_q6_K(const qt_block_q6_K *x, kblock *k)
         const int high = (x->qh[32 * h + l] >> (2 * part)) & 3;
         k->q[e] = (uint8_t)(low | high << 4);
     }
-    for (int j = 0; j < 16; j++) k->sc[j] = x->scales[j];
-    k->has_min = false;
-    k->bias = 32;
-    k->d = qt_f16_to_f32(x->d);
+}
+
+size_t qt_tiled_unpack_scales(qt_type type, const void *vx, qt_tiled_block *k)
+{
+    switch (type) {
+    case QT_Q2_K: scales_q2_K(vx, k); return sizeof(qt_block_q2_K);
+    case QT_Q3_K: scales_q3_K(vx, k); return sizeof(qt_block_q3_K);
+    case QT_Q4_K: {
+        const qt_block_q4_K *x = vx;
+        scales_q45_K(x->scales, x->d, x->dmin, k);
+        return sizeof(qt_block_q4_K);
+    }
+    case QT_Q5_K: {
+        const qt_block_q5_K *x = vx;
+        scales_q45_K(x->scales, x->d, x->dmin, k);
+        return sizeof(qt_block_q5_K);
+    }
+    case QT_Q6_K: scales_q6_K(vx, k); return sizeof(qt_block_q6_K);
+    default: return 0;
+    }
 }
 
 size_t qt_tiled_unpack(qt_type type, const void *vx, qt_tiled_block *k)
 {
-    const uint8_t *x = vx;
+    const size_t size = qt_tiled_unpack_scales(type, vx, k);
     switch (type) {
-    case QT_Q2_K: unpack_q2_K((const void *)x, k); return sizeof(qt_block_q2_K);
-    case QT_Q3_K: unpack_q3_K((const void *)x, k); return sizeof(qt_block_q3_K);
-    case QT_Q4_K: unpack_q4_K((const void *)x, k); return sizeof(qt_block_q4_K);
-    case QT_Q5_K: unpack_q5_K((const void *)x, k); return sizeof(qt_block_q5_K);
-    case QT_Q6_K: unpack_q6_K((const void *)x, k); return sizeof(qt_block_q6_K);
-    default: return 0;
+    case QT_Q2_K: quants_q2_K(vx, k); break;
+    case QT_Q3_K: quants_q3_K(vx, k); break;
+    case QT_Q4_K: quants_q4_K(vx, k); break;
+    case QT_Q5_K: quants_q5_K(vx, k); break;
+    case QT_Q6_K: quants_q6_K(vx, k); break;
+    default: break;
     }
+    return size;
 }
 
 float qt_tiled_dot(qt_type type, int n, const void *vx, const void *vy)

@@ -27,4 +27,14 @@ static const char *t_case_name;
 
 #define TEST_EXIT() return t_failed_cases ? 1 : 0
 
+/* malloc that ends the binary with a FAIL line when memory runs out. */
+static inline void *test_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        printf("FAIL out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
 #endif

@@ -1,0 +1,96 @@
+/* tiles.c - the packed activation layouts of quant/tiles.h, and the
+ * choice of tile kernels. */
+#include "tiles.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "cpu.h"
+#include "fp16.h"
+#include "tiled.h"
+
+/* ---- Q8_0 (tinyBLAS order) ---------------------------------------------- */
+
+static size_t q8_0_tile_bytes(int nb) { return (size_t)nb * (QT_TILE_COLS * QT_QK8_0 + QT_TILE_COLS * sizeof(float)); }
+
+static size_t q8_0_pack_size(int n, int ncols)
+{
+    const int tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
+    return (size_t)tiles * q8_0_tile_bytes(n / QT_QK8_0);
+}
+
+static void q8_0_pack(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+{
+    const int nb = n / QT_QK8_0, c0 = tile * QT_TILE_COLS;
+    uint8_t *qs = (uint8_t *)packed + (size_t)tile * q8_0_tile_bytes(nb);
+    float *d = (float *)(qs + (size_t)nb * QT_TILE_COLS * QT_QK8_0);
+    for (int c = 0; c < QT_TILE_COLS; c++) {
+        const qt_block_q8_0 *row = c0 + c < ncols ? (const void *)((const uint8_t *)y + (size_t)(c0 + c) * y_stride) : NULL;
+        for (int b = 0; b < nb; b++) {
+            uint8_t *dst = qs + (size_t)b * QT_TILE_COLS * QT_QK8_0 + 4 * c;
+            for (int g = 0; g < 8; g++) {
+                /* + 128 on each byte of a group is a flip of its top bit */
+                uint32_t group = 0;
+                if (row) memcpy(&group, row[b].qs + 4 * g, sizeof group);
+                group ^= 0x80808080u;
+                memcpy(dst + 4 * QT_TILE_COLS * g, &group, sizeof group);
+            }
+            d[b * QT_TILE_COLS + c] = row ? qt_f16_to_f32(row[b].d) : 0.0f;
+        }
+    }
+}
+
+/* ---- Q8_K (tiled K-quant order) ----------------------------------------- */
+
+#define Q8K_BLOCK_BYTES (QT_TILE_COLS * QT_QK_K + QT_TILE_COLS * QT_QK_K / 16 * sizeof(int16_t) + QT_TILE_COLS * sizeof(float))
+
+static size_t q8_K_pack_size(int n, int ncols)
+{
+    const int tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
+    return (size_t)tiles * (size_t)(n / QT_QK_K) * Q8K_BLOCK_BYTES;
+}
+
+static void q8_K_pack(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+{
+    const int nb = n / QT_QK_K, c0 = tile * QT_TILE_COLS;
+    uint8_t *base = (uint8_t *)packed + (size_t)tile * nb * Q8K_BLOCK_BYTES;
+    for (int b = 0; b < nb; b++) {
+        int8_t *qs = (int8_t *)(base + (size_t)b * Q8K_BLOCK_BYTES);
+        int16_t *bs = (int16_t *)(qs + QT_TILE_COLS * QT_QK_K);
+        float *d = (float *)(bs + QT_TILE_COLS * QT_QK_K / 16);
+        for (int c = 0; c < QT_TILE_COLS; c++) {
+            const qt_block_q8_K *row = c0 + c < ncols ? (const qt_block_q8_K *)((const uint8_t *)y + (size_t)(c0 + c) * y_stride) + b : NULL;
+            for (int e = 0; e < QT_QK_K; e++) qs[(e / 4) * 4 * QT_TILE_COLS + 4 * c + e % 4] = row ? row->qs[e] : 0;
+            for (int j = 0; j < QT_QK_K / 16; j++) bs[(j / 2) * 2 * QT_TILE_COLS + 2 * c + j % 2] = row ? row->bsums[j] : 0;
+            d[c] = row ? row->d : 0.0f;
+        }
+    }
+}
+
+/* ---- choice ------------------------------------------------------------- */
+
+#if defined(__x86_64__)
+const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
+{
+    static const qt_tiles q8_0 = {q8_0_pack_size, q8_0_pack, qt_avx512_vnni_tb_q8_0};
+    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_avx512_vnni_tiled};
+    switch (type) {
+    case QT_Q8_0: return &q8_0;
+    case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: return &k;
+    default: return NULL;
+    }
+}
+#endif
+
+const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols)
+{
+    if (n_cols < QT_TILE_MIN_COLS) return NULL;
+#if defined(__x86_64__)
+    if (qt_isa_active() != QT_ISA_AVX512_VNNI) return NULL;
+    if (type == QT_Q8_0 || qt_tiled_applies(type, rows, n_cols)) return qt_tiles_avx512_vnni(type);
+#else
+    (void)type, (void)rows;
+#endif
+    return NULL;
+}

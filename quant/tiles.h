@@ -1,0 +1,73 @@
+/* tiles.h - batch matmul kernels that work on packed tiles of activation
+ * columns, many outputs at a time, in llama.cpp's batch orders.
+ *
+ * The per-element definitions of those orders are vec_dot's (for Q8_0,
+ * which llama.cpp runs through tinyBLAS: quant/tiled.h explains why the
+ * two agree) and qt_tiled_dot (K-quants on its tiled path, quant/tiled.h).
+ * Calling them once per (row, column) re-reads and re-decodes a weight
+ * row for every column and pays each block's scale work per pair.  These
+ * kernels keep every output's float operations and their order, but put
+ * one column in each 32-bit lane of a 16-lane register: the activations
+ * of QT_TILE_COLS columns are packed once per matmul, and a weight row
+ * meets all of them while it is in cache.  Only the integer sums, which
+ * are exact, are formed differently.
+ *
+ * Packed layouts (written by portable code in tiles.c; the kernels of
+ * this CPU read them).  A tile holds QT_TILE_COLS columns, the last one
+ * padded with zero activations.
+ *   Q8_0 activations (tinyBLAS order), per 32-element block:
+ *     for each 4-byte group g = 0..7, 64 bytes: group g of columns 0..15,
+ *     every byte stored as y + 128 (vpdpbusd multiplies unsigned bytes by
+ *     signed ones); after all blocks, the columns' d_y as floats, per block.
+ *   Q8_K activations (tiled K-quant order), per 256-element block: for
+ *     each 4-byte group g = 0..63, 64 bytes: group g of columns 0..15 (the
+ *     signed bytes as they are); then for each pair of 16-element sums
+ *     j = 0..7, bsums 2j, 2j+1 of columns 0..15 as int16; then the
+ *     columns' d_y as floats. */
+#ifndef QLM_QT_TILES_H
+#define QLM_QT_TILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "types.h"
+
+/* Columns per packed tile, and the fewest for which the tile kernels pay
+ * (a partial tile costs what a full one does). */
+#define QT_TILE_COLS 16
+#define QT_TILE_MIN_COLS 8
+
+/* out[c * out_stride + r] for rows r < nrows of w (w_stride bytes apart),
+ * weight type `type`, and columns c < ncols of `packed` (tile 0 first). */
+typedef void (*qt_tile_kernel_fn)(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                                  int ncols, float *out, size_t out_stride);
+
+typedef struct qt_tiles {
+    /* bytes of `ncols` packed columns of n elements (whole tiles; a
+     * multiple of QT_TILE_COLS columns is where the next tile starts) */
+    size_t (*pack_size)(int n, int ncols);
+    /* packs tile `tile` of the activation rows y (y_stride bytes apart,
+     * vec_dot_type of the weight) into `packed`, the whole buffer; tiles
+     * are independent, so threads may pack different ones */
+    void (*pack)(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
+    qt_tile_kernel_fn kernel;
+} qt_tiles;
+
+/* The tile kernels for a matmul with weights of `type`, `rows` rows and
+ * n_cols columns on this CPU (QLM_ISA caps it), or NULL: then the
+ * per-element path gives the same bits.  Only AVX512-VNNI has them:
+ * without vpdpbusd/vpdpwssd the packed unsigned bytes would need 16-bit
+ * intermediates that saturate, and narrower registers halve the lanes. */
+const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols);
+
+#if defined(__x86_64__)
+/* The AVX512-VNNI set for weights of `type` whatever QLM_ISA says (for
+ * tests on a CPU that has it), or NULL. */
+const qt_tiles *qt_tiles_avx512_vnni(qt_type type);
+void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                            int ncols, float *out, size_t out_stride);
+void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                          int ncols, float *out, size_t out_stride);
+#endif
+
+#endif

@@ -1,0 +1,280 @@
+/* x86_avx512_tiled.c - quant/tiles.h's kernel for the tiled K-quant order
+ * (quant/tiled.h), AVX512-VNNI.
+ *
+ * Compiled with the AVX-512 flags; vpdpwssd is inline asm, as vpdpbusd is
+ * in x86_avx512.c, so the file needs no -mavx512vnni.  Reached only
+ * through qt_tiles_for() when the active level is avx512-vnni.
+ *
+ * The order's float work per output is three operations per 256-element
+ * block on two exact integer sums, isum = Σ sc·(q - bias)·y and (types
+ * with mins) imin = Σ m·bsum.  Here a register holds one of those for 16
+ * columns (one per lane), so the float work is done 16 outputs at a time
+ * with the reference's operations, and the integer sums become:
+ *   - each weight block's quants unpacked once per pass to unsigned bytes;
+ *   - per scale's span of elements, vpdpbusd of a broadcast 4-byte group
+ *     of quants by the packed signed activations (4 products per lane, 64
+ *     per instruction, exact in int32), then one vpmulld by the scale;
+ *   - the bias as -Σ bias·sc·bsum and the mins as Σ m·bsum, each 8
+ *     vpdpwssd on the packed int16 bsum pairs (the bsums are the sums of
+ *     the activation bytes, as quantize_q8_K makes them).
+ * vpdpwssd on int16 sc·(q - bias) pairs instead needs no multiplies but
+ * does 2 products per lane: measured 12-25 % slower.  A group of 4 rows
+ * meets 2 tiles at a time: each activation load serves 4 rows and each
+ * weight group 2 tiles, 8 accumulators in registers. */
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "fp16.h"
+#include "tiled.h"
+#include "tiles.h"
+#include "x86_avx512_tiles.h"
+
+#define INLINE static inline __attribute__((always_inline))
+#define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
+#include "x86_simd.h"
+
+#define GROUP 4   /* rows decoded and computed together */
+#define MAX_TILES 8
+#define ROWS 32   /* rows whose results are written out together */
+#define GROUPS (QT_QK_K / 4)
+#define BLOCK_BYTES (QT_TILE_COLS * QT_QK_K + QT_TILE_COLS * QT_QK_K / 16 * sizeof(int16_t) + QT_TILE_COLS * sizeof(float))
+
+/* One weight block, decoded. */
+typedef struct wblock {
+    uint8_t q[QT_QK_K];   /* unsigned quants, bias not removed */
+    int32_t sc[16];       /* scale per 16 elements */
+    int32_t nbsc[8];      /* int16 -bias·sc of sums 2j, 2j+1 */
+    int32_t m[8];         /* int16 mins of sums 2j, 2j+1 */
+    float d, neg_dmin;
+    bool has_min, has_bias;
+} wblock;
+
+INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s)
+{
+    __asm__(QT_X86_DPBUSD : "+v"(acc) : "v"(u), "v"(s));
+    return acc;
+}
+
+INLINE __m512i dpwssd(__m512i acc, __m512i a, __m512i b)
+{
+    __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+    return acc;
+}
+
+/* The quants of each type with byte shifts and masks, 32 at a time:
+ * qt_tiled_unpack's per-element loops would cost more than the products
+ * they feed.  Element order is qt_tiled_unpack's. */
+INLINE __m256i low_bits(__m256i v, int shift, int mask)
+{
+    return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8((char)mask));
+}
+
+/* adds `add` to the bytes of q whose bit `bit` of h is set */
+INLINE __m256i high_bit(__m256i q, __m256i h, int bit, int add)
+{
+    return _mm256_mask_add_epi8(q, _mm256_test_epi8_mask(h, _mm256_set1_epi8((char)(1 << bit))), q,
+                                _mm256_set1_epi8((char)add));
+}
+
+static void quants(qt_type type, const uint8_t *x, uint8_t *q)
+{
+    switch (type) {
+    case QT_Q2_K:
+    case QT_Q3_K: {
+        /* 2-bit fields of 32 bytes per 128 elements; Q3_K adds hmask bit
+         * e/32 of byte e%32 as 4 */
+        const uint8_t *qs = type == QT_Q2_K ? ((const qt_block_q2_K *)x)->qs : ((const qt_block_q3_K *)x)->qs;
+        const __m256i hm = type == QT_Q3_K ? load256(((const qt_block_q3_K *)x)->hmask) : _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i v = load256(qs + 32 * h);
+            for (int part = 0; part < 4; part++) {
+                __m256i e = low_bits(v, 2 * part, 3);
+                if (type == QT_Q3_K) e = high_bit(e, hm, 4 * h + part, 4);
+                _mm256_storeu_si256((__m256i *)(q + 128 * h + 32 * part), e);
+            }
+        }
+        break;
+    }
+    case QT_Q4_K:
+    case QT_Q5_K: {
+        /* nibbles of 32 bytes per 64 elements; Q5_K adds qh bit e/32 of
+         * byte e%32 as 16 */
+        const uint8_t *qs = type == QT_Q4_K ? ((const qt_block_q4_K *)x)->qs : ((const qt_block_q5_K *)x)->qs;
+        const __m256i qh = type == QT_Q5_K ? load256(((const qt_block_q5_K *)x)->qh) : _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            const __m256i v = load256(qs + 32 * c);
+            __m256i lo = low_bits(v, 0, 0x0f), hi = low_bits(v, 4, 0x0f);
+            if (type == QT_Q5_K) {
+                lo = high_bit(lo, qh, 2 * c, 16);
+                hi = high_bit(hi, qh, 2 * c + 1, 16);
+            }
+            _mm256_storeu_si256((__m256i *)(q + 64 * c), lo);
+            _mm256_storeu_si256((__m256i *)(q + 64 * c + 32), hi);
+        }
+        break;
+    }
+    default: {
+        /* Q6_K: low nibbles of ql, two bits of qh above them */
+        const qt_block_q6_K *b = (const qt_block_q6_K *)x;
+        for (int h = 0; h < 2; h++) {
+            const __m256i ql0 = load256(b->ql + 64 * h), ql1 = load256(b->ql + 64 * h + 32), qh = load256(b->qh + 32 * h);
+            for (int part = 0; part < 4; part++) {
+                const __m256i lo = low_bits(part & 1 ? ql1 : ql0, 4 * (part >> 1), 0x0f);
+                const __m256i hi = _mm256_slli_epi16(low_bits(qh, 2 * part, 3), 4);
+                _mm256_storeu_si256((__m256i *)(q + 128 * h + 32 * part), _mm256_or_si256(lo, hi));
+            }
+        }
+        break;
+    }
+    }
+}
+
+static void decode(qt_type type, const uint8_t *x, wblock *wb)
+{
+    qt_tiled_block k;
+    qt_tiled_unpack_scales(type, x, &k);
+    quants(type, x, wb->q);
+    for (int j = 0; j < 16; j++) wb->sc[j] = k.sc[j];
+    for (int j = 0; j < 8; j++) {
+        const uint16_t lo = (uint16_t)(-k.bias * k.sc[2 * j]), hi = (uint16_t)(-k.bias * k.sc[2 * j + 1]);
+        wb->nbsc[j] = (int32_t)((uint32_t)lo | (uint32_t)hi << 16);
+    }
+    memcpy(wb->m, k.m, sizeof wb->m);
+    wb->d = k.d;
+    wb->neg_dmin = -k.dmin;
+    wb->has_min = k.has_min;
+    wb->has_bias = k.bias != 0;
+}
+
+/* nr rows x nt tiles (constants) of one block: the integer sums, then the
+ * reference's float steps into acc[i][t]. */
+INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[2], __m512 acc[GROUP][MAX_TILES], int t0,
+                        const int nr, const int nt, const int span)
+{
+    __m512i is[GROUP][2];
+#pragma GCC unroll 4
+    for (int i = 0; i < nr; i++)
+#pragma GCC unroll 2
+        for (int t = 0; t < nt; t++) is[i][t] = _mm512_setzero_si512();
+    for (int j = 0; j < 16; j += span) {
+        __m512i sj[GROUP][2];
+#pragma GCC unroll 4
+        for (int i = 0; i < nr; i++)
+#pragma GCC unroll 2
+            for (int t = 0; t < nt; t++) sj[i][t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int g = 4 * j; g < 4 * (j + span); g++) {
+            __m512i y[2];
+#pragma GCC unroll 2
+            for (int t = 0; t < nt; t++) y[t] = _mm512_loadu_si512(blk[t] + 64 * g);
+#pragma GCC unroll 4
+            for (int i = 0; i < nr; i++) {
+                int32_t qg;
+                memcpy(&qg, wb[i].q + 4 * g, sizeof qg);
+                const __m512i u = _mm512_set1_epi32(qg);
+#pragma GCC unroll 2
+                for (int t = 0; t < nt; t++) sj[i][t] = dpbusd(sj[i][t], u, y[t]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < nr; i++) {
+            const __m512i sc = _mm512_set1_epi32(wb[i].sc[j]);
+#pragma GCC unroll 2
+            for (int t = 0; t < nt; t++) is[i][t] = _mm512_add_epi32(is[i][t], _mm512_mullo_epi32(sj[i][t], sc));
+        }
+    }
+#pragma GCC unroll 2
+    for (int t = 0; t < nt; t++) {
+        const int16_t *bs = (const int16_t *)(blk[t] + 64 * GROUPS);
+        const __m512 dy = _mm512_loadu_ps(bs + QT_TILE_COLS * QT_QK_K / 16);
+#pragma GCC unroll 4
+        for (int i = 0; i < nr; i++) {
+            __m512i isum = is[i][t];
+            if (wb[i].has_bias) /* Σ sc·(q - bias)·y = Σ sc·q·y - Σ bias·sc·bsum */
+                for (int j = 0; j < 8; j++)
+                    isum = dpwssd(isum, _mm512_loadu_si512(bs + 2 * QT_TILE_COLS * j), _mm512_set1_epi32(wb[i].nbsc[j]));
+            __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(wb[i].d));
+            if (wb[i].has_min) {
+                __m512i im = _mm512_setzero_si512();
+                for (int j = 0; j < 8; j++)
+                    im = dpwssd(im, _mm512_loadu_si512(bs + 2 * QT_TILE_COLS * j), _mm512_set1_epi32(wb[i].m[j]));
+                r = _mm512_fmadd_ps(_mm512_set1_ps(wb[i].neg_dmin), _mm512_cvtepi32_ps(im), r);
+            }
+            acc[i][t0 + t] = _mm512_fmadd_ps(r, dy, acc[i][t0 + t]);
+        }
+    }
+}
+
+/* span: 16-element sums per scale (2 for Q4_K and Q5_K, whose scales
+ * cover 32 elements: half the scale multiplies). */
+#define BLOCK_TILES(nr, nt, span)                                                                                  \
+    static void block_tiles_##nr##_##nt##_##span(const wblock *wb, const uint8_t *const blk[2],                  \
+                                                 __m512 acc[GROUP][MAX_TILES], int t0)                           \
+    {                                                                                                            \
+        block_tiles(wb, blk, acc, t0, nr, nt, span);                                                             \
+    }
+BLOCK_TILES(1, 1, 1)
+BLOCK_TILES(1, 2, 1)
+BLOCK_TILES(4, 1, 1)
+BLOCK_TILES(4, 2, 1)
+BLOCK_TILES(1, 1, 2)
+BLOCK_TILES(1, 2, 2)
+BLOCK_TILES(4, 1, 2)
+BLOCK_TILES(4, 2, 2)
+#undef BLOCK_TILES
+
+typedef void (*block_tiles_fn)(const wblock *, const uint8_t *const[2], __m512[GROUP][MAX_TILES], int);
+
+void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                          int ncols, float *out, size_t out_stride)
+{
+    const int nb = n / QT_QK_K;
+    const size_t wbytes = qt_get(type)->type_size;
+    const size_t tile_bytes = (size_t)nb * BLOCK_BYTES;
+    static const block_tiles_fn fns[2][2][2] = {
+        {{block_tiles_1_1_1, block_tiles_1_2_1}, {block_tiles_4_1_1, block_tiles_4_2_1}},
+        {{block_tiles_1_1_2, block_tiles_1_2_2}, {block_tiles_4_1_2, block_tiles_4_2_2}}};
+    const int wide = type == QT_Q4_K || type == QT_Q5_K;
+    /* Passes of up to MAX_TILES tiles (the caller's are no wider) keep the
+     * float accumulators of a row group in one array. */
+    for (int c0 = 0; c0 < ncols; c0 += MAX_TILES * QT_TILE_COLS) {
+        const int nc = ncols - c0 < MAX_TILES * QT_TILE_COLS ? ncols - c0 : MAX_TILES * QT_TILE_COLS;
+        const int nt = (nc + QT_TILE_COLS - 1) / QT_TILE_COLS;
+        const uint8_t *pass = (const uint8_t *)packed + (size_t)(c0 / QT_TILE_COLS) * tile_bytes;
+        /* results of ROWS rows (qt_tiles_flush) */
+        float res[MAX_TILES * QT_TILE_COLS][ROWS];
+        for (int r = 0; r < nrows;) {
+            const int nr = nrows - r >= GROUP ? GROUP : 1;
+            __m512 acc[GROUP][MAX_TILES];
+            for (int i = 0; i < nr; i++)
+                for (int t = 0; t < nt; t++) acc[i][t] = _mm512_setzero_ps();
+            for (int b = 0; b < nb; b++) {
+                wblock wb[GROUP];
+                for (int i = 0; i < nr; i++)
+                    decode(type, (const uint8_t *)w + (size_t)(r + i) * w_stride + (size_t)b * wbytes, &wb[i]);
+                for (int t = 0; t < nt; t += 2) {
+                    const uint8_t *blk[2] = {pass + (size_t)t * tile_bytes + (size_t)b * BLOCK_BYTES,
+                                             pass + (size_t)(t + 1) * tile_bytes + (size_t)b * BLOCK_BYTES};
+                    fns[wide][nr == GROUP][t + 1 < nt](wb, blk, acc, t);
+                }
+            }
+            for (int i = 0; i < nr; i++)
+                for (int t = 0; t < nt; t++) {
+                    float s[QT_TILE_COLS];
+                    _mm512_storeu_ps(s, acc[i][t]);
+                    for (int c = 0; c < QT_TILE_COLS; c++) res[t * QT_TILE_COLS + c][(r + i) % ROWS] = s[c];
+                }
+            r += nr;
+            if (r % ROWS == 0 || r == nrows) {
+                const int r0 = (r - 1) / ROWS * ROWS;
+                qt_tiles_flush(out, out_stride, c0, nc, res[0], ROWS, r0, r - r0);
+            }
+        }
+    }
+}
+
+#endif

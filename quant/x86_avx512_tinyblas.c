@@ -1,0 +1,177 @@
+/* x86_avx512_tinyblas.c - quant/tiles.h's Q8_0 kernel (tinyBLAS order), AVX512-VNNI.
+ *
+ * Compiled with the AVX-512 flags; vpdpbusd is inline asm as in
+ * x86_avx512.c, so the file needs no -mavx512vnni.  Reached only through
+ * qt_tiles_for() when the active level is avx512-vnni.
+ *
+ * vec_dot keeps, per output, 8 float lanes (one per 4-byte group g of a
+ * block).  Here a register holds lane g of 16 outputs instead: one weight
+ * row against the 16 columns of a packed tile, so per (row, block, g)
+ *   - a broadcast load of magic - 128·Σx_g (formed once per weight block)
+ *     starts the integer sum, and vpdpbusd of the packed bytes (y + 128)
+ *     by the broadcast weight group adds Σ(y+128)x, leaving magic + Σxy;
+ *   - with magic = the bits of 1.5·2^23, that integer read as a float is
+ *     1.5·2^23 + Σxy exactly (|Σxy| <= 4·128·128 < 2^22), and subtracting
+ *     1.5·2^23 is exact: the int-to-float conversion in one subtraction
+ *     that runs on either vector port, where vcvtdq2ps would queue on
+ *     port 0 behind vpdpbusd;
+ *   - one fma with the 16 columns' d_w * d_y (one multiply per block).
+ * That is three arithmetic instructions per 16 lane updates, everything
+ * else being loads.  The 8 lane accumulators are summed in qt_hsum8's
+ * order at the end, so each output is vec_dot's value bit for bit.
+ *
+ * Blocking: a pass takes up to SUPER tiles (their activations, n bytes
+ * per column, stay in L2) and walks this call's rows in pairs; a pair's
+ * weights stay in L1 while it meets every tile of the pass, so weights
+ * come from memory once per SUPER * 16 columns. */
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "tiles.h"
+#include "x86_avx512_tiles.h"
+
+#define INLINE static inline __attribute__((always_inline))
+#define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
+#include "x86_simd.h"
+
+#define CHUNK 128 /* blocks whose per-row constants are formed at once */
+#define SUPER 8   /* tiles per pass */
+#define ROWS 16   /* rows whose results are written out together */
+#define MAGIC 0x4B400000
+
+typedef struct row_consts {
+    int32_t init[CHUNK * 8]; /* magic - 128·Σx_g per block and group */
+    float d[CHUNK];          /* d_w per block */
+} row_consts;
+
+INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s)
+{
+    __asm__(QT_X86_DPBUSD : "+v"(acc) : "v"(u), "v"(s));
+    return acc;
+}
+
+INLINE __m256i dpbusd256(__m256i acc, __m256i u, __m256i s)
+{
+    __asm__(QT_X86_DPBUSD : "+v"(acc) : "v"(u), "v"(s));
+    return acc;
+}
+
+static void row_consts_fill(const qt_block_q8_0 *x, int bn, row_consts *k)
+{
+    const __m256i u128 = _mm256_set1_epi8((char)0x80), magic = _mm256_set1_epi32(MAGIC);
+    for (int b = 0; b < bn; b++) {
+        const __m256i corr = dpbusd256(_mm256_setzero_si256(), u128, load256(x[b].qs));
+        _mm256_storeu_si256((__m256i *)(k->init + 8 * b), _mm256_sub_epi32(magic, corr));
+        k->d[b] = _cvtsh_ss(x[b].d);
+    }
+}
+
+/* nr rows (1 or 2), blocks [0, bn) of them, against one packed tile (tq,
+ * tdy already at the chunk's first block); acc[i][g] carries over from
+ * the previous chunk unless this is the first.  pf,
+ * where not NULL, are the same blocks of the next rows: asked for now,
+ * spread over this work, so that they arrive before they are needed (the
+ * hardware prefetchers see a burst of loads per row pair, then none). */
+INLINE void rows_chunk(const qt_block_q8_0 *const x[2], int bn, const row_consts *k, const uint8_t *tq,
+                       const float *tdy, __m512 acc[2][8], bool first, const qt_block_q8_0 *const pf[2],
+                       const int nr)
+{
+    const __m512 magicf = _mm512_set1_ps(12582912.0f);
+    __m512 a[2][8];
+    for (int i = 0; i < nr; i++)
+        for (int g = 0; g < 8; g++) a[i][g] = first ? _mm512_setzero_ps() : acc[i][g];
+    for (int b = 0; b < bn; b++) {
+        __m512 d[2];
+        if (pf[0])
+            for (int i = 0; i < 2; i++) _mm_prefetch((const char *)&pf[i][b], _MM_HINT_T0);
+        for (int i = 0; i < nr; i++) d[i] = _mm512_mul_ps(_mm512_set1_ps(k[i].d[b]), _mm512_loadu_ps(tdy + 16 * b));
+        const uint8_t *yq = tq + (size_t)b * QT_TILE_COLS * QT_QK8_0;
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) {
+            const __m512i y = _mm512_loadu_si512(yq + 64 * g);
+#pragma GCC unroll 2
+            for (int i = 0; i < nr; i++) {
+                int32_t xg;
+                memcpy(&xg, x[i][b].qs + 4 * g, sizeof xg);
+                const __m512i t = dpbusd(_mm512_set1_epi32(k[i].init[8 * b + g]), y, _mm512_set1_epi32(xg));
+                a[i][g] = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_castsi512_ps(t), magicf), d[i], a[i][g]);
+            }
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        for (int g = 0; g < 8; g++) acc[i][g] = a[i][g];
+}
+
+static void rows_chunk_1(const qt_block_q8_0 *const x[2], int bn, const row_consts *k, const uint8_t *tq,
+                         const float *tdy, __m512 acc[2][8], bool first, const qt_block_q8_0 *const pf[2])
+{
+    rows_chunk(x, bn, k, tq, tdy, acc, first, pf, 1);
+}
+
+static void rows_chunk_2(const qt_block_q8_0 *const x[2], int bn, const row_consts *k, const uint8_t *tq,
+                         const float *tdy, __m512 acc[2][8], bool first, const qt_block_q8_0 *const pf[2])
+{
+    rows_chunk(x, bn, k, tq, tdy, acc, first, pf, 2);
+}
+
+/* The 8 lane accumulators of 16 outputs in qt_hsum8's order. */
+INLINE __m512 hsum8_lanes(const __m512 a[8])
+{
+    const __m512 lo = _mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6]));
+    const __m512 hi = _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7]));
+    return _mm512_add_ps(lo, hi);
+}
+
+void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                            int ncols, float *out, size_t out_stride)
+{
+    (void)type; /* Q8_0 */
+    const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
+    const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
+    const size_t tile_bytes = tile_qs + (size_t)nb * QT_TILE_COLS * sizeof(float);
+    row_consts k[2];
+    __m512 acc[SUPER][2][8];
+    /* results of ROWS rows (qt_tiles_flush) */
+    float res[SUPER * QT_TILE_COLS][ROWS];
+    for (int t0 = 0; t0 < tiles; t0 += SUPER) {
+        const int nt = tiles - t0 < SUPER ? tiles - t0 : SUPER;
+        const int c0 = t0 * QT_TILE_COLS, nc = ncols - c0 < nt * QT_TILE_COLS ? ncols - c0 : nt * QT_TILE_COLS;
+        for (int r = 0; r < nrows; r += 2) {
+            const int nr = nrows - r < 2 ? 1 : 2;
+            const qt_block_q8_0 *x[2];
+            for (int i = 0; i < 2; i++) x[i] = (const void *)((const uint8_t *)w + (size_t)(r + i % nr) * w_stride);
+            for (int b0 = 0; b0 < nb; b0 += CHUNK) {
+                const int bn = nb - b0 < CHUNK ? nb - b0 : CHUNK;
+                const qt_block_q8_0 *xc[2] = {x[0] + b0, x[1] + b0}, *pf[2] = {NULL, NULL};
+                if (r + 2 < nrows)
+                    for (int i = 0; i < 2; i++)
+                        pf[i] = (const qt_block_q8_0 *)((const uint8_t *)w +
+                                                        (size_t)(r + 2 + i % (nrows - r - 2)) * w_stride) + b0;
+                for (int i = 0; i < nr; i++) row_consts_fill(xc[i], bn, &k[i]);
+                for (int t = 0; t < nt; t++) {
+                    const uint8_t *tq = (const uint8_t *)packed + (size_t)(t0 + t) * tile_bytes;
+                    const float *tdy = (const float *)(tq + tile_qs) + (size_t)b0 * QT_TILE_COLS;
+                    tq += (size_t)b0 * QT_TILE_COLS * QT_QK8_0;
+                    (nr == 2 ? rows_chunk_2 : rows_chunk_1)(xc, bn, k, tq, tdy, acc[t], b0 == 0, pf);
+                    pf[0] = pf[1] = NULL; /* once per pass is enough */
+                }
+            }
+            for (int t = 0; t < nt; t++)
+                for (int i = 0; i < nr; i++) {
+                    float s[QT_TILE_COLS];
+                    _mm512_storeu_ps(s, hsum8_lanes(acc[t][i]));
+                    for (int c = 0; c < QT_TILE_COLS; c++) res[t * QT_TILE_COLS + c][(r + i) % ROWS] = s[c];
+                }
+            if ((r + nr) % ROWS == 0 || r + nr == nrows) {
+                const int r0 = (r + nr - 1) / ROWS * ROWS;
+                qt_tiles_flush(out, out_stride, c0, nc, res[0], ROWS, r0, r + nr - r0);
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,210 @@
+/* test_tiles.c - the many-outputs kernels of llama.cpp's batch orders
+ * against their one-output definitions, bit for bit.
+ *
+ * - quant/tinyblas.h: the Q8_0 tile kernel (where the CPU has AVX512-VNNI)
+ *   equals the scalar vec_dot for every element, over block counts that
+ *   cross its chunking, row counts odd and even and across its 16-row
+ *   output runs, and column counts from a partial tile to more than one
+ *   pass of tiles; on random blocks and adversarial ones (zero, max and
+ *   subnormal f16 scales, bytes -128 and 127 on both sides).  Elements
+ *   outside the output are left alone, and packed buffers are allocated to
+ *   their exact size so ASan sees any overread.
+ * - The tiled K-quant kernel equals qt_tiled_dot likewise for Q2_K..Q6_K
+ *   (raw random or extreme bytes: every quant and scale value, with the
+ *   scenario's f16 d and dmin; Q8_K activations with consistent bsums).
+ * - gl_matmul routes Q8_0 batches of 8 or more columns, and K-quant ones
+ *   llama.cpp does not repack, to them with the same bits. */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ggml-lite/matmul.h"
+#include "quant/blocks.h"
+#include "quant/cpu.h"
+#include "quant/fp16.h"
+#include "quant/ref.h"
+#include "quant/tiled.h"
+#include "quant/tiles.h"
+#include "quant/types.h"
+#include "tests/test.h"
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static uint64_t rng_next(void) {
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1dull;
+}
+
+static int rng_below(int n) { return (int)(rng_next() % (uint64_t)n); }
+
+static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+enum { SC_RANDOM, SC_ZERO, SC_MAX_SCALE, SC_SUBNORMAL, SC_EXTREMES, SC_COUNT };
+static const char *sc_names[SC_COUNT] = {"random", "all-zero", "max-scale", "subnormal-scale", "extremes"};
+
+static uint16_t scale_for(int sc) {
+    if (sc == SC_ZERO) return 0;
+    if (sc == SC_MAX_SCALE) return rng_below(2) ? 0x7bff : 0xfbff;
+    if (sc == SC_SUBNORMAL) return (uint16_t)((1 + rng_below(0x3ff)) | (rng_below(2) ? 0x8000 : 0));
+    return qt_f32_to_f16((float)(rng_below(2001) - 1000) * 1e-5f);
+}
+
+/* nb Q8_0 blocks: random bytes, or the scenario's extremes. */
+static void fill_q8_0(qt_block_q8_0 *b, int nb, int sc) {
+    const int pat = rng_below(3);
+    for (int i = 0; i < nb; i++) {
+        b[i].d = scale_for(sc);
+        for (int j = 0; j < QT_QK8_0; j++)
+            b[i].qs[j] = sc == SC_ZERO ? 0 : sc != SC_EXTREMES ? (int8_t)rng_next()
+                       : pat == 0 ? -128 : pat == 1 ? 127 : (int8_t)(j & 1 ? -128 : 127);
+    }
+}
+
+/* Where a K-quant block keeps its f16 d and dmin (-1: none). */
+static void k_scale_offsets(qt_type type, int *d, int *dmin) {
+    switch (type) {
+    case QT_Q2_K: *d = offsetof(qt_block_q2_K, d), *dmin = offsetof(qt_block_q2_K, dmin); break;
+    case QT_Q3_K: *d = offsetof(qt_block_q3_K, d), *dmin = -1; break;
+    case QT_Q4_K: *d = offsetof(qt_block_q4_K, d), *dmin = offsetof(qt_block_q4_K, dmin); break;
+    case QT_Q5_K: *d = offsetof(qt_block_q5_K, d), *dmin = offsetof(qt_block_q5_K, dmin); break;
+    default: *d = offsetof(qt_block_q6_K, d), *dmin = -1; break;
+    }
+}
+
+static void fill_k(qt_type type, uint8_t *x, int nb, int sc) {
+    const size_t bs = qt_get(type)->type_size;
+    int od, om;
+    k_scale_offsets(type, &od, &om);
+    const int pat = rng_below(3);
+    for (size_t j = 0; j < bs * nb; j++)
+        x[j] = sc == SC_ZERO ? 0 : sc != SC_EXTREMES ? (uint8_t)rng_next() : pat == 0 ? 0x00 : pat == 1 ? 0xff : 0x5a;
+    for (int i = 0; i < nb; i++) {
+        const uint16_t d = scale_for(sc), m = scale_for(sc);
+        memcpy(x + i * bs + od, &d, 2);
+        if (om >= 0) memcpy(x + i * bs + om, &m, 2);
+    }
+}
+
+static void fill_q8_K(qt_block_q8_K *b, int nb, int sc) {
+    const int pat = rng_below(3);
+    for (int i = 0; i < nb; i++) {
+        b[i].d = sc == SC_ZERO ? 0.0f : sc == SC_MAX_SCALE ? 1e4f : sc == SC_SUBNORMAL ? 1e-40f
+                                 : (float)(rng_below(2001) - 1000) * 1e-4f;
+        for (int j = 0; j < QT_QK_K; j++)
+            b[i].qs[j] = sc == SC_ZERO ? 0 : sc != SC_EXTREMES ? (int8_t)rng_next()
+                       : pat == 0 ? -128 : pat == 1 ? 127 : (int8_t)(j & 1 ? -128 : 127);
+        for (int j = 0; j < QT_QK_K / 16; j++) {
+            int sum = 0;
+            for (int k = 0; k < 16; k++) sum += b[i].qs[16 * j + k];
+            b[i].bsums[j] = (int16_t)sum;
+        }
+    }
+}
+
+/* One shape of a weight type's tile kernel against the type's one-output
+ * definition: vec_dot for Q8_0, qt_tiled_dot for the K-quants. */
+static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, int cols, int sc) {
+    const qt_traits *tr = qt_get(type);
+    const int n = nb * tr->block_size;
+    /* rows a little apart, as in a wider tensor (blocks stay 2-aligned) */
+    const size_t w_stride = qt_row_size(type, n) + 2 * (size_t)rng_below(3);
+    const size_t y_stride = qt_row_size(tr->vec_dot_type, n);
+    const size_t out_stride = (size_t)rows + 3;
+    uint8_t *w = test_xmalloc(w_stride * rows), *y = test_xmalloc(y_stride * cols);
+    for (int r = 0; r < rows; r++) {
+        if (type == QT_Q8_0)
+            fill_q8_0((qt_block_q8_0 *)(w + r * w_stride), nb, sc);
+        else
+            fill_k(type, w + r * w_stride, nb, sc);
+    }
+    for (int c = 0; c < cols; c++) {
+        if (type == QT_Q8_0)
+            fill_q8_0((qt_block_q8_0 *)(y + c * y_stride), nb, sc);
+        else
+            fill_q8_K((qt_block_q8_K *)(y + c * y_stride), nb, sc);
+    }
+    void *packed = test_xmalloc(tiles->pack_size(n, cols));
+    for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++) tiles->pack(n, y, y_stride, cols, t, packed);
+    float *out = test_xmalloc(sizeof(float) * out_stride * cols);
+    for (size_t i = 0; i < out_stride * cols; i++) out[i] = -0.0f;
+    tiles->kernel(type, n, w, w_stride, rows, packed, cols, out, out_stride);
+    for (int c = 0; c < cols; c++) {
+        for (int r = 0; r < rows; r++) {
+            float want;
+            if (type == QT_Q8_0)
+                qt_vec_dot_q8_0_q8_0(n, &want, w + r * w_stride, y + c * y_stride);
+            else
+                want = qt_tiled_dot(type, n, w + r * w_stride, y + c * y_stride);
+            const float got = out[c * out_stride + r];
+            CHECK(same_bits(got, want), "nb %d rows %d cols %d: row %d col %d: %a, want %a", nb, rows, cols, r, c,
+                  got, want);
+        }
+        for (size_t r = rows; r < out_stride; r++)
+            CHECK(same_bits(out[c * out_stride + r], -0.0f), "cols %d: wrote outside row %zu", cols, r);
+    }
+    free(w), free(y), free(packed), free(out);
+}
+
+static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
+    /* blocks, rows, columns: Q8_0's blocks cross the kernel's 128-block
+     * chunks, rows its 16-row runs, columns its 8-tile passes */
+    static const int q8_shapes[][3] = {{1, 1, 8},    {2, 3, 16},   {5, 2, 17},  {64, 5, 33}, {129, 3, 40},
+                                       {3, 17, 130}, {130, 33, 9}, {7, 16, 31}, {2, 35, 257}};
+    static const int k_shapes[][3] = {{1, 1, 8},  {2, 4, 16},  {3, 5, 17}, {1, 9, 33},
+                                      {2, 36, 40}, {1, 3, 130}, {4, 7, 47}};
+    const int(*shapes)[3] = type == QT_Q8_0 ? q8_shapes : k_shapes;
+    const size_t n_shapes = type == QT_Q8_0 ? sizeof q8_shapes / sizeof q8_shapes[0] : sizeof k_shapes / sizeof k_shapes[0];
+    char name[96];
+    for (int sc = 0; sc < SC_COUNT; sc++) {
+        snprintf(name, sizeof name, "%s/tiles_%s/%s", set, qt_get(type)->name, sc_names[sc]);
+        TEST_BEGIN(name);
+        for (size_t s = 0; s < n_shapes; s++) check_shape(tiles, type, shapes[s][0], shapes[s][1], shapes[s][2], sc);
+        TEST_END();
+    }
+}
+
+/* gl_matmul on a Q8_0 tensor: every element is the scalar vec_dot's. */
+static void test_matmul_q8_0(void) {
+    TEST_BEGIN("matmul_q8_0_batches");
+    const int n = 3 * QT_QK8_0, rows = 21;
+    const size_t row_bytes = qt_row_size(QT_Q8_0, n), act_row = qt_row_size(QT_Q8_0, n);
+    uint8_t *w = test_xmalloc(row_bytes * rows);
+    for (int r = 0; r < rows; r++) fill_q8_0((qt_block_q8_0 *)(w + r * row_bytes), n / QT_QK8_0, SC_RANDOM);
+    gl_tensor t = {.type = QT_Q8_0, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
+    for (int ntok = 1; ntok <= 40; ntok += 1 + ntok / 8) {
+        float *x = test_xmalloc(sizeof(float) * n * ntok), *out = test_xmalloc(sizeof(float) * rows * ntok);
+        for (int i = 0; i < n * ntok; i++) x[i] = (float)(rng_below(20001) - 10000) * 1e-3f;
+        void *scratch = test_xmalloc(gl_matmul_scratch(&t, ntok));
+        CHECK(gl_matmul(&t, x, out, ntok, scratch) == 0, "gl_matmul failed");
+        uint8_t *xq = test_xmalloc(act_row * ntok);
+        for (int k = 0; k < ntok; k++) qt_quantize_act_q8_0(x + (size_t)k * n, xq + k * act_row, n);
+        for (int k = 0; k < ntok; k++)
+            for (int r = 0; r < rows; r++) {
+                float want;
+                qt_vec_dot_q8_0_q8_0(n, &want, w + r * row_bytes, xq + k * act_row);
+                CHECK(same_bits(out[(size_t)k * rows + r], want), "ntok %d token %d row %d: %a, want %a", ntok, k, r,
+                      out[(size_t)k * rows + r], want);
+            }
+        free(x), free(out), free(scratch), free(xq);
+    }
+    free(w);
+    TEST_END();
+}
+
+int main(void) {
+#if defined(__x86_64__)
+    if (qt_isa_supported(qt_cpu(), QT_ISA_AVX512_VNNI))
+    {
+        const qt_type types[] = {QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+            test_kernel("avx512-vnni", types[i], qt_tiles_avx512_vnni(types[i]));
+    } else {
+        printf("SKIP avx512-vnni/tiles: CPU lacks AVX512-VNNI\n");
+    }
+#endif
+    test_matmul_q8_0();
+    TEST_EXIT();
+}
