@@ -2,9 +2,8 @@
  *
  * Anonymous mappings rather than malloc: their pages can be bound to a
  * NUMA node after the fact (numa.h), they start zeroed (so never-written
- * cells are finite), and transparent huge pages are requested with
- * madvise, which cuts TLB misses when attention streams a long cache.
- * On a one-node machine this is the only difference from calloc. */
+ * cells are finite), and they are kept on small pages, so only the cells
+ * written are ever zeroed (arena.c says why that matters). */
 #ifndef QLM_GL_ARENA_H
 #define QLM_GL_ARENA_H
 
