@@ -190,6 +190,13 @@ fuzz-afl:
 FUZZ_SECONDS ?= 20
 FUZZ_RUNS ?= 150000
 FUZZ_SEED ?= 1
+# clang's ASan+UBSan+coverage instrumentation of the big unrolled SIMD
+# kernels takes tens of minutes per file (x86_avx512_repack_k.c: over 15);
+# the fuzz builds leave quant's x86 kernel files uninstrumented (they are
+# what test-asan and the kernel tests check; fuzzing aims at the parsers).
+ifneq ($(filter build-fuzz build-afl,$(BUILD)),)
+$(BUILD)/quant/x86_%.o: override SAN :=
+endif
 FUZZ_TARGETS = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz-build:
