@@ -88,7 +88,7 @@ int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_
     return 1;
 }
 
-int qlm_cli_size_flag(const char *a, const char *v, int *n_predict, int *n_ctx, int *n_threads, int *n_batch)
+static int size_flag(const char *a, const char *v, int *n_predict, int *n_ctx, int *n_threads, int *n_batch)
 {
     long l;
     int *dst;
@@ -103,7 +103,7 @@ int qlm_cli_size_flag(const char *a, const char *v, int *n_predict, int *n_ctx, 
     return 1;
 }
 
-int qlm_cli_sampler_flag(const char *a, const char *v, qlm_sampler_params *sp)
+static int sampler_flag(const char *a, const char *v, qlm_sampler_params *sp)
 {
     long l;
     double d;
@@ -131,6 +131,13 @@ int qlm_cli_sampler_flag(const char *a, const char *v, qlm_sampler_params *sp)
     } else
         return 0;
     return 1;
+}
+
+int qlm_cli_gen_flag(const char *a, const char *v, qlm_sampler_params *sp, int *n_predict, int *n_ctx,
+                     int *n_threads, int *n_batch)
+{
+    const int sf = sampler_flag(a, v, sp);
+    return sf ? sf : size_flag(a, v, n_predict, n_ctx, n_threads, n_batch);
 }
 
 int qlm_cli_template_flag(const char *v)

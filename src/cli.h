@@ -33,16 +33,13 @@ int qlm_cli_load_flag(const char *a, int *mode);
  * is none of them, -1 on a bad type (error printed). */
 int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_type *v);
 
-/* The sampling flags every generating command takes (-s --temp --top-k
- * --top-p --min-p --repeat-penalty --repeat-last-n): 1 if flag is one and
- * its value v went into sp, 0 if flag is not one of them, -1 on a bad
- * value (already reported). */
-int qlm_cli_sampler_flag(const char *flag, const char *v, qlm_sampler_params *sp);
-
-/* The sizes every generating subcommand takes: -n/--n-predict, -c/--ctx-size,
- * -t/--threads, -b/--batch-size.  1 if a was one of them (stored), 0 if
- * not, -1 with the usage error printed on a bad value. */
-int qlm_cli_size_flag(const char *a, const char *v, int *n_predict, int *n_ctx, int *n_threads, int *n_batch);
+/* The flags every generating command (run, chat, batch) takes: sampling
+ * (-s --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n,
+ * into sp) and sizes (-n/--n-predict, -c/--ctx-size, -t/--threads,
+ * -b/--batch-size).  1 if flag is one of them and its value v was stored,
+ * 0 if it is not, -1 on a bad value (usage error already printed). */
+int qlm_cli_gen_flag(const char *flag, const char *v, qlm_sampler_params *sp, int *n_predict, int *n_ctx,
+                     int *n_threads, int *n_batch);
 
 /* --chat-template NAME|FILE, checked when parsed: 0 when v names a
  * built-in template or a readable file, QLM_EUSAGE (error printed, the

@@ -208,12 +208,9 @@ static int parse_args(int argc, char **argv, batch_opts *o)
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm batch --help)", a);
-        const int sf = qlm_cli_sampler_flag(a, v, &o->sp);
-        if (sf < 0) return QLM_EUSAGE;
-        if (sf) continue;
-        const int zf = qlm_cli_size_flag(a, v, &o->n_predict, &o->n_ctx, &o->n_threads, &o->n_batch);
-        if (zf < 0) return QLM_EUSAGE;
-        if (zf) continue;
+        const int gf = qlm_cli_gen_flag(a, v, &o->sp, &o->n_predict, &o->n_ctx, &o->n_threads, &o->n_batch);
+        if (gf < 0) return QLM_EUSAGE;
+        if (gf) continue;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->output = v;
         else if (!strcmp(a, "--chat-template")) {

@@ -135,12 +135,9 @@ static int parse_args(int argc, char **argv, run_opts *o)
         const int kvf = qlm_cli_kv_flag(a, v, &o->type_k, &o->type_v);
         if (kvf < 0) return QLM_EUSAGE;
         if (kvf) continue;
-        const int sf = qlm_cli_sampler_flag(a, v, &o->sp);
-        if (sf < 0) return QLM_EUSAGE;
-        if (sf) continue;
-        const int zf = qlm_cli_size_flag(a, v, &o->n_predict, &o->n_ctx, &o->n_threads, &o->n_batch);
-        if (zf < 0) return QLM_EUSAGE;
-        if (zf) continue;
+        const int gf = qlm_cli_gen_flag(a, v, &o->sp, &o->n_predict, &o->n_ctx, &o->n_threads, &o->n_batch);
+        if (gf < 0) return QLM_EUSAGE;
+        if (gf) continue;
         if (IS("-m", "--model")) o->model = v;
         else if (IS("-p", "--prompt")) o->prompt = v;
         else if (IS("-f", "--file")) o->prompt_file = v;

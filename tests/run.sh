@@ -6,6 +6,9 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.." || exit 1
 pass=0; fail=0
 log=$(mktemp); trap 'rm -f "$log"' EXIT
+# every failing program's whole output, kept for an intermittent failure
+# whose summary line scrolled away
+failures="$BUILD/test-failures.log"; : > "$failures"
 run_one() {
     name=$1; shift
     "$@" >"$log" 2>&1
@@ -16,6 +19,7 @@ run_one() {
         echo "FAIL $name: exited with status $rc"; tail -5 "$log" | sed 's/^/    /'
         f=1
     fi
+    [ "$f" -gt 0 ] && { echo "== $name (status $rc)"; cat "$log"; } >> "$failures"
     echo "$name: $p passed, $f failed" >&2
     pass=$((pass + p)); fail=$((fail + f))
 }
