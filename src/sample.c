@@ -170,9 +170,35 @@ static int32_t argmax(const qlm_sampler *s)
     return s->c[best].id;
 }
 
+/* Greedy without a penalty to apply: argmax(s) over the logits as they
+ * are, without copying 150k candidates first (batched decoding samples
+ * every sequence every step).  The same token: argmax keeps the first
+ * index whose value no later one exceeds, i.e. a NaN at 0 wins, NaNs
+ * elsewhere never do, and ties (-0 == +0 too) go to the lowest index.
+ * The maximum is taken in 8 independent chains so the loop is not one
+ * long compare chain; any chain order finds the same value. */
+static int32_t argmax_logits(const float *x, int n)
+{
+    if (isnan(x[0])) return 0;
+    float m[8];
+    for (int j = 0; j < 8; j++) m[j] = x[0];
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+    for (; i < n; i++) m[0] = x[i] > m[0] ? x[i] : m[0];
+    float best = m[0];
+    for (int j = 1; j < 8; j++) best = m[j] > best ? m[j] : best;
+    for (i = 0; i < n; i++)
+        if (x[i] == best) break;
+    return i;
+}
+
+static bool penalty_applies(const qlm_sampler *s) { return s->p.repeat_penalty != 1.0f && s->n_recent > 0; }
+
 int32_t qlm_sample(qlm_sampler *s, const float *logits)
 {
     if (s->p.temp <= 0.0f) {
+        if (!penalty_applies(s)) return argmax_logits(logits, s->n_vocab);
         load_candidates(s, logits);
         return argmax(s);
     }
@@ -189,8 +215,14 @@ int32_t qlm_sample(qlm_sampler *s, const float *logits)
 int qlm_sample_dist(qlm_sampler *s, const float *logits, const qlm_tok_prob **out)
 {
     if (s->p.temp <= 0.0f) {
-        load_candidates(s, logits);
-        s->dist[0] = (qlm_tok_prob){.id = argmax(s), .p = 1.0f};
+        int32_t id;
+        if (penalty_applies(s)) {
+            load_candidates(s, logits);
+            id = argmax(s);
+        } else {
+            id = argmax_logits(logits, s->n_vocab);
+        }
+        s->dist[0] = (qlm_tok_prob){.id = id, .p = 1.0f};
         *out = s->dist;
         return 1;
     }

@@ -1,5 +1,6 @@
 /* test_sample.c - the sampler chain: greedy, filters, penalties, seeds. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "src/sample.h"
@@ -97,6 +98,55 @@ int main(void)
     for (int i = 0; i < 500; i++) { int t = qlm_sample(s, logits); ok &= t == 1 || t == 2 || t == 5; }
     CHECK(ok, "min-p 0.5 kept a token below half the top probability");
     qlm_sampler_free(s);
+    TEST_END();
+
+    TEST_BEGIN("greedy_fast_path_same_token");
+    /* Without a penalty to apply, greedy skips the candidate copy; its
+     * token must be the first strict maximum exactly as before: ties to the
+     * lowest id, -0 equal to +0, a NaN at 0 winning, NaNs elsewhere not.
+     * The penalised path (a penalty on a token whose logit is 0, so no
+     * logit changes) must agree too. */
+    {
+        enum { N = 1000 };
+        static float lg[N];
+        uint64_t r = 12345;
+        int bad = 0;
+        for (int round = 0; round < 400 && !bad; round++) {
+            const int n = 1 + (int)(r % N);
+            for (int i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                const int v = (int)(r >> 59); /* few distinct values: many ties */
+                lg[i] = v == 0 ? -0.0f : v == 1 && round % 3 == 0 ? NAN : (float)(v % 9) - 4.0f;
+            }
+            if (round % 7 == 0) lg[0] = NAN;
+            if (round % 11 == 0) lg[n - 1] = 100.0f;
+            int want = 0;
+            for (int i = 1; i < n; i++)
+                if (lg[i] > lg[want]) want = i;
+            p = plain(0.0f);
+            s = qlm_sampler_new(&p, n);
+            const int fast = qlm_sample(s, lg);
+            const qlm_tok_prob *d;
+            qlm_sample_dist(s, lg, &d);
+            const int fast_dist = d[0].id;
+            qlm_sampler_free(s);
+            int slow = want;
+            for (int z = 0; z < n; z++)
+                if (lg[z] == 0.0f) {
+                    p.repeat_penalty = 1.5f;
+                    s = qlm_sampler_new(&p, n);
+                    qlm_sampler_accept(s, z);
+                    slow = qlm_sample(s, lg);
+                    qlm_sampler_free(s);
+                    break;
+                }
+            if (fast != want || fast_dist != want || slow != want) {
+                CHECK(0, "round %d n %d: fast %d dist %d penalised %d, expected %d", round, n, fast, fast_dist,
+                      slow, want);
+                bad = 1;
+            }
+        }
+    }
     TEST_END();
 
     TEST_EXIT();
