@@ -96,6 +96,61 @@ static void matmul_tiles(const qt_tiles *tiles, const gl_tensor *w, const void *
     }
 }
 
+/* Rows per unit of work in the vec_dot paths: few enough to keep a static
+ * split balanced, enough for the tile kernels' row blocks. */
+enum { TILE_ROWS = 8 };
+
+static int64_t row_tiles(const gl_tensor *w) { return (w->ne[1] + TILE_ROWS - 1) / TILE_ROWS; }
+
+/* Rows [g*TILE_ROWS, +TILE_ROWS) of w times every token, each output in
+ * vec_dot's order (vec_dot_tile gives the same bits as vec_dot). */
+static void rows_vec_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, size_t xq_row, float *y,
+                         int n_tokens, int64_t g)
+{
+    const int64_t n_out = w->ne[1], r = g * TILE_ROWS;
+    const int nr = (int)(n_out - r < TILE_ROWS ? n_out - r : TILE_ROWS);
+    if (tr->vec_dot_tile) {
+        tr->vec_dot_tile((int)w->ne[0], &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
+                         n_tokens);
+        return;
+    }
+    for (int i = 0; i < nr; i++)
+        for (int t = 0; t < n_tokens; t++)
+            tr->vec_dot((int)w->ne[0], &y[(int64_t)t * n_out + r + i], gl_row(w, r + i),
+                        (const uint8_t *)xq + (size_t)t * xq_row);
+}
+
+bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)
+{
+    const qt_traits *tr = qt_get(w->type);
+    if (!tr || !tr->vec_dot || tr->vec_dot_type == QT_F32) return false;
+    const qt_traits *at = qt_get(tr->vec_dot_type);
+    qt_from_float_fn quantize = at ? (at->quantize_act ? at->quantize_act : at->from_float) : NULL;
+    const int64_t n_out = w->ne[1];
+    const int cols = each ? 1 : n_tokens;
+    /* every other order matmul() may pick for this weight and batch */
+    if (!quantize || qt_repack_applies(w->type, n_out) || (!each && qt_tiles_for(w->type, n_out, n_tokens)) ||
+        qt_tiled_applies(w->type, n_out, cols) || qt_tinyblas_dot(w->type, n_out, cols))
+        return false;
+    *act = (gl_act){.type = tr->vec_dot_type, .quantize = quantize,
+                    .row_bytes = qt_row_size(tr->vec_dot_type, w->ne[0])};
+    return true;
+}
+
+void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const void *xq, size_t xq_row,
+                    int n_tokens)
+{
+    int64_t total = 0;
+    for (int i = 0; i < n_w; i++) total += row_tiles(w[i]);
+    #pragma omp for schedule(static)
+    for (int64_t g = 0; g < total; g++) {
+        int i = 0;
+        int64_t gi = g;
+        while (gi >= row_tiles(w[i])) gi -= row_tiles(w[i++]);
+        rows_vec_dot(qt_get(w[i]->type), w[i], xq, xq_row, y[i], n_tokens, gi);
+    }
+}
+
 static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch, bool each)
 {
     const qt_traits *tr = qt_get(w->type);
@@ -172,15 +227,8 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
      * bits, so gl_matmul_each may use it too.  Threads take TILE_ROWS rows
      * at a time, few enough to keep the split balanced. */
     if (!tiny && tr->vec_dot_tile) {
-        enum { TILE_ROWS = 8 };
-        const int64_t n_tiles = (n_out + TILE_ROWS - 1) / TILE_ROWS;
         #pragma omp parallel for schedule(static)
-        for (int64_t g = 0; g < n_tiles; g++) {
-            const int64_t r = g * TILE_ROWS;
-            const int nr = (int)(n_out - r < TILE_ROWS ? n_out - r : TILE_ROWS);
-            tr->vec_dot_tile((int)n_in, &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
-                             n_tokens);
-        }
+        for (int64_t g = 0; g < row_tiles(w); g++) rows_vec_dot(tr, w, xq, xq_row, y, n_tokens, g);
         return 0;
     }
     #pragma omp parallel for schedule(static)

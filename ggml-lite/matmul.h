@@ -26,4 +26,32 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
  * all tokens. */
 int gl_matmul_each(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch);
 
+/* For callers that run their own parallel region around several matmuls
+ * and the elementwise work between them (batched decoding: one region
+ * per forward pass instead of one per matmul and serial work between).
+ *
+ * gl_matmul_plain: whether gl_matmul (gl_matmul_each when `each`) would
+ * compute every output of w for n_tokens tokens with the weight's vec_dot
+ * (no repacked, tiled or tinyBLAS order); if so *act tells how to
+ * quantize one token's activations for it.  Weights whose act types are
+ * equal take the same quantized rows. */
+#include <stdbool.h>
+
+#include "quant/types.h"
+
+typedef struct gl_act {
+    qt_type type;                 /* the activation type w pairs with */
+    qt_from_float_fn quantize;    /* one row of ne[0] floats to that type */
+    size_t row_bytes;             /* bytes of one quantized row */
+} gl_act;
+bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act);
+/* y[i][t][r] = w[i][r] . xq[t] for every weight i, the row blocks of all
+ * of them shared out among the threads together; xq holds n_tokens rows
+ * of xq_row bytes, quantized as gl_matmul_plain said (the same act for
+ * every w[i]).  Must be called by every thread of the enclosing parallel
+ * region (an orphaned `omp for`, ending with its barrier); outputs are
+ * bit for bit gl_matmul's. */
+void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const void *xq, size_t xq_row,
+                    int n_tokens);
+
 #endif

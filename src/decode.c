@@ -39,6 +39,7 @@ struct qlm_ctx {
     float *logits;  /* [n_logits][V] */
     int n_logits, logits_cap;
     int shift_keep; /* qlm_ctx_shift_keep */
+    bool unfused;   /* qlm_ctx_params.unfused */
     char numa[96];  /* qlm_ctx_numa */
 };
 
@@ -54,6 +55,7 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     c->n_batch = p && p->n_batch > 0 ? p->n_batch : 512;
     c->shift_keep = p && p->ctx_shift ? (p->n_keep < 0 ? -1 : p->n_keep) : -2;
+    c->unfused = p && p->unfused;
     c->n_threads = p && p->n_threads > 0 ? p->n_threads : gl_physical_cores();
     gl_set_threads(c->n_threads);
     int rc = qlm_kv_init(&c->kv, hp->n_layer, n_ctx, hp->n_head_kv, hp->head_dim,
@@ -201,7 +203,9 @@ static int pos_cmp(const void *a, const void *b, void *pos)
     return (pa > pb) - (pa < pb);
 }
 
-static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
+/* Query head h of batch token t; runs on thread th, whose scratch slots it
+ * uses (its cached visible-cell list included). */
+static void attend(qlm_ctx *c, int layer, int t, int h, int th, const int32_t *pos, const int32_t *seq)
 {
     const qlm_hparams *hp = &c->m->hp;
     const qlm_kv *kv = &c->kv;
@@ -214,46 +218,167 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
      * further back are masked (exact zeros), not dropped, so the float
      * order stays llama.cpp's */
     const int window = c->m->layers[layer].swa ? hp->n_swa : 0;
+    int32_t *vis = c->vis + (size_t)th * n_ctx;
+    /* consecutive heads of a token share its list */
+    int n = c->vis_tok[3 * th + 1];
+    if (c->vis_tok[3 * th] != t) {
+        n = 0;
+        for (int j = 0; j < kv->n_top; j++)
+            if (qlm_kv_visible(kv, j, seq[t], pos[t])) vis[n++] = j;
+        c->vis_tok[3 * th] = t;
+        c->vis_tok[3 * th + 1] = n;
+        c->vis_tok[3 * th + 2] = n == 0 || vis[n - 1] == n - 1;
+        /* Ranks follow positions, as they do alone: a sequence
+         * whose later positions took lower free cells (freed by
+         * other sequences, or by rejected drafts) would otherwise
+         * be summed in another order. */
+        if (!in_pos_order(vis, n, kv->pos)) {
+            qsort_r(vis, (size_t)n, sizeof *vis, pos_cmp, kv->pos);
+            c->vis_tok[3 * th + 2] = 0;
+        }
+    }
+    const int kvh = h / group;
+    const gl_kv_view kview = {
+        .type = elem_of(kv->type_k), .ld = D, .lds = 1, .data = qlm_kv_k_at(kv, layer, kvh, 0),
+        .scale = kv->k_scale ? qlm_kv_k_scale(kv, layer, kvh, 0) : NULL};
+    const gl_kv_view vview = {
+        .type = elem_of(kv->type_v), .ld = D, .lds = 1, .data = qlm_kv_v_at(kv, layer, kvh, 0),
+        .scale = kv->v_scale ? qlm_kv_v_scale(kv, layer, kvh, 0) : NULL};
+    gl_attn_scratch sc = {.s = c->scores + (size_t)th * win, .q8 = c->q8 + (size_t)th * D,
+                          .vrows = c->vrows + (kv->type_v == QLM_KV_F32 ? (size_t)th * n_ctx * D : 0)};
+    const bool contiguous = c->vis_tok[3 * th + 2];
+    const gl_attn_mask mask = {.row_pos = window ? kv->pos : NULL, .min_pos = pos[t] - window + 1};
+    gl_attn_head(D, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n, contiguous ? NULL : vis,
+                 &mask, n_ctx, c->tiled[t], &sc, c->att + (size_t)t * QD + (size_t)h * D);
+}
+
+static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
+{
+    const int H = c->m->hp.n_head;
     for (int i = 0; i < c->n_threads; i++) c->vis_tok[3 * i] = -1;
     /* num_threads: the scratch has n_threads slots, whatever another
      * context set as the process default */
     #pragma omp parallel for collapse(2) schedule(static) num_threads(c->n_threads)
-    for (int t = 0; t < T; t++) {
-        for (int h = 0; h < H; h++) {
-            const int th = omp_get_thread_num();
-            int32_t *vis = c->vis + (size_t)th * n_ctx;
-            /* consecutive heads of a token share its list */
-            int n = c->vis_tok[3 * th + 1];
-            if (c->vis_tok[3 * th] != t) {
-                n = 0;
-                for (int j = 0; j < kv->n_top; j++)
-                    if (qlm_kv_visible(kv, j, seq[t], pos[t])) vis[n++] = j;
-                c->vis_tok[3 * th] = t;
-                c->vis_tok[3 * th + 1] = n;
-                c->vis_tok[3 * th + 2] = n == 0 || vis[n - 1] == n - 1;
-                /* Ranks follow positions, as they do alone: a sequence
-                 * whose later positions took lower free cells (freed by
-                 * other sequences, or by rejected drafts) would otherwise
-                 * be summed in another order. */
-                if (!in_pos_order(vis, n, kv->pos)) {
-                    qsort_r(vis, (size_t)n, sizeof *vis, pos_cmp, kv->pos);
-                    c->vis_tok[3 * th + 2] = 0;
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++) attend(c, layer, t, h, omp_get_thread_num(), pos, seq);
+}
+
+/* Whether every matmul of every layer computes with its vec_dot for this
+ * micro-batch (gl_matmul_plain) and the weights that share an input
+ * (Q, K, V; gate, up) take the same quantized activations: then
+ * layers_fused may run the layers. */
+static bool fusable(const qlm_ctx *c, int T, bool each)
+{
+    const qlm_model *m = c->m;
+    if (c->unfused) return false;
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        const qlm_layer *L = &m->layers[l];
+        gl_act q, k, v, o, g, u, d;
+        if (!gl_matmul_plain(&L->wq, T, each, &q) || !gl_matmul_plain(&L->wk, T, each, &k) ||
+            !gl_matmul_plain(&L->wv, T, each, &v) || !gl_matmul_plain(&L->wo, T, each, &o) ||
+            !gl_matmul_plain(&L->w_gate, T, each, &g) || !gl_matmul_plain(&L->w_up, T, each, &u) ||
+            !gl_matmul_plain(&L->w_down, T, each, &d) || q.type != k.type || q.type != v.type ||
+            g.type != u.type)
+            return false;
+    }
+    return true;
+}
+
+/* The layers of forward() in one parallel region.  Between matmuls the
+ * threads share the tokens of the elementwise work (norms, activation
+ * quantization, RoPE, KV stores, residual adds) instead of one thread
+ * doing it while the other waits, each activation row is quantized once
+ * for all the weights that read it, and the rows of those weights are
+ * shared out together.  Every step computes each token's row exactly as
+ * the unfused path does (the same functions on one row at a time), so
+ * the bits are the same; only who computes which row, and when, differs. */
+static void layers_fused(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32_t *seq)
+{
+    const qlm_model *m = c->m;
+    const qlm_arch *a = m->arch;
+    const qlm_hparams *hp = &m->hp;
+    const int E = hp->n_embd, D = hp->head_dim, QD = hp->n_head * D, KD = hp->n_head_kv * D, F = hp->n_ff;
+    uint8_t *xq = c->mm;
+    #pragma omp parallel num_threads(c->n_threads)
+    {
+        const int th = omp_get_thread_num();
+        for (int l = 0; l < hp->n_layer; l++) {
+            const qlm_layer *L = &m->layers[l];
+            const gl_rope rope = layer_rope(c, l);
+            gl_act qkv, o, gu, dn;
+            gl_matmul_plain(&L->wq, T, each, &qkv); /* fusable() said yes to all four */
+            gl_matmul_plain(&L->wo, T, each, &o);
+            gl_matmul_plain(&L->w_gate, T, each, &gu);
+            gl_matmul_plain(&L->w_down, T, each, &dn);
+            /* the previous layer's feed-forward residual, then this one's norm */
+            #pragma omp for schedule(static)
+            for (int t = 0; t < T; t++) {
+                float *x = c->x + (size_t)t * E, *xn = c->xn + (size_t)t * E;
+                if (l > 0) {
+                    const qlm_layer *P = &m->layers[l - 1];
+                    if (a->post_norms) gl_rmsnorm(xn, xn, P->ffn_post_norm, 1, E, hp->norm_eps);
+                    gl_add(x, xn, E);
                 }
+                gl_rmsnorm(xn, x, L->attn_norm, 1, E, hp->norm_eps);
+                qkv.quantize(xn, xq + (size_t)t * qkv.row_bytes, E);
             }
-            const int kvh = h / group;
-            const gl_kv_view kview = {
-                .type = elem_of(kv->type_k), .ld = D, .lds = 1, .data = qlm_kv_k_at(kv, layer, kvh, 0),
-                .scale = kv->k_scale ? qlm_kv_k_scale(kv, layer, kvh, 0) : NULL};
-            const gl_kv_view vview = {
-                .type = elem_of(kv->type_v), .ld = D, .lds = 1, .data = qlm_kv_v_at(kv, layer, kvh, 0),
-                .scale = kv->v_scale ? qlm_kv_v_scale(kv, layer, kvh, 0) : NULL};
-            gl_attn_scratch sc = {.s = c->scores + (size_t)th * win, .q8 = c->q8 + (size_t)th * D,
-                                  .vrows = c->vrows + (kv->type_v == QLM_KV_F32 ? (size_t)th * n_ctx * D : 0)};
-            const bool contiguous = c->vis_tok[3 * th + 2];
-            const gl_attn_mask mask = {.row_pos = window ? kv->pos : NULL, .min_pos = pos[t] - window + 1};
-            gl_attn_head(D, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n,
-                         contiguous ? NULL : vis, &mask, n_ctx, c->tiled[t], &sc,
-                         c->att + (size_t)t * QD + (size_t)h * D);
+            const gl_tensor *wqkv[] = {&L->wq, &L->wk, &L->wv};
+            float *const yqkv[] = {c->q, c->k, c->v};
+            gl_matmul_rows(3, wqkv, yqkv, xq, qkv.row_bytes, T);
+            #pragma omp for schedule(static)
+            for (int t = 0; t < T; t++) {
+                float *q = c->q + (size_t)t * QD, *k = c->k + (size_t)t * KD, *v = c->v + (size_t)t * KD;
+                if (L->bq) gl_add_bias(q, L->bq, 1, QD);
+                if (L->bk) gl_add_bias(k, L->bk, 1, KD);
+                if (L->bv) gl_add_bias(v, L->bv, 1, KD);
+                if (a->qk_norm) {
+                    gl_rmsnorm(q, q, L->q_norm, hp->n_head, D, hp->norm_eps);
+                    gl_rmsnorm(k, k, L->k_norm, hp->n_head_kv, D, hp->norm_eps);
+                }
+                gl_rope_apply(q, &pos[t], 1, hp->n_head, D, &rope);
+                gl_rope_apply(k, &pos[t], 1, hp->n_head_kv, D, &rope);
+                if (a->scale_q) gl_scale(q, hp->attn_scale, QD);
+                qlm_kv_store(&c->kv, l, c->cells[t], k, v);
+            }
+            c->vis_tok[3 * th] = -1; /* this thread's cached list is stale */
+            #pragma omp for collapse(2) schedule(static)
+            for (int t = 0; t < T; t++)
+                for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq);
+            #pragma omp for schedule(static)
+            for (int t = 0; t < T; t++)
+                o.quantize(c->att + (size_t)t * QD, xq + (size_t)t * o.row_bytes, QD);
+            const gl_tensor *wo[] = {&L->wo};
+            float *const yo[] = {c->xn};
+            gl_matmul_rows(1, wo, yo, xq, o.row_bytes, T);
+            #pragma omp for schedule(static)
+            for (int t = 0; t < T; t++) {
+                float *x = c->x + (size_t)t * E, *xn = c->xn + (size_t)t * E;
+                if (a->post_norms) gl_rmsnorm(xn, xn, L->attn_post_norm, 1, E, hp->norm_eps);
+                gl_add(x, xn, E);
+                gl_rmsnorm(xn, x, L->ffn_norm, 1, E, hp->norm_eps);
+                gu.quantize(xn, xq + (size_t)t * gu.row_bytes, E);
+            }
+            const gl_tensor *wgu[] = {&L->w_gate, &L->w_up};
+            float *const ygu[] = {c->g, c->u};
+            gl_matmul_rows(2, wgu, ygu, xq, gu.row_bytes, T);
+            #pragma omp for schedule(static)
+            for (int t = 0; t < T; t++) {
+                float *g = c->g + (size_t)t * F;
+                if (a->act == QLM_ACT_GELU)
+                    gl_geglu(g, c->u + (size_t)t * F, F);
+                else
+                    gl_swiglu(g, c->u + (size_t)t * F, F);
+                dn.quantize(g, xq + (size_t)t * dn.row_bytes, F);
+            }
+            const gl_tensor *wd[] = {&L->w_down};
+            float *const yd[] = {c->xn};
+            gl_matmul_rows(1, wd, yd, xq, dn.row_bytes, T);
+        }
+        #pragma omp for schedule(static)
+        for (int t = 0; t < T; t++) {
+            float *x = c->x + (size_t)t * E, *xn = c->xn + (size_t)t * E;
+            if (a->post_norms) gl_rmsnorm(xn, xn, m->layers[hp->n_layer - 1].ffn_post_norm, 1, E, hp->norm_eps);
+            gl_add(x, xn, E);
         }
     }
 }
@@ -282,7 +407,9 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
     /* one_by_one: every matmul too in its one-token order */
     int (*const mul)(const gl_tensor *, const float *, float *, int, void *) =
         b->one_by_one ? gl_matmul_each : gl_matmul;
-
+    if (fusable(c, T, b->one_by_one))
+        layers_fused(c, T, b->one_by_one, pos, seq);
+    else
     for (int l = 0; l < hp->n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
         const gl_rope rope = layer_rope(c, l);

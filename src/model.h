@@ -127,6 +127,8 @@ typedef struct qlm_ctx_params {
     bool ctx_shift; /* generation shifts the context instead of stopping when full */
     int n_keep;     /* with ctx_shift: tokens kept at the start (-1: the prompt) */
     int numa;       /* gl_numa_mode: 0 distribute (one node: plain), isolate, off */
+    bool unfused;   /* tests: one parallel region per matmul, never decode.c's fused
+                     * layers (which must give the same bits) */
 } qlm_ctx_params;
 
 int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_err *err);

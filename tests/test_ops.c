@@ -1,6 +1,7 @@
 /* test_ops.c - ggml-lite ops against double-precision math, and matmul
  * for every type with a dot product against dequantize-then-multiply. */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "ggml-lite/matmul.h"
@@ -143,6 +144,61 @@ int main(void)
         CHECK(s[0] == 0.5f && s[3] == 2.0f, "scale: %g %g", s[0], s[3]);
         gl_add_bias(s, b, 2, 2);
         CHECK(s[0] == 1.5f && s[1] == 0.0f && s[2] == 2.5f && s[3] == 1.0f, "bias: %g %g %g %g", s[0], s[1], s[2], s[3]);
+    }
+    TEST_END();
+
+    /* gl_matmul_rows (several weights sharing one quantized input, their
+     * rows shared out together in the caller's parallel region) against
+     * gl_matmul on each weight: the same bits, for every type and batch
+     * width where gl_matmul_plain says it applies. */
+    TEST_BEGIN("matmul_rows_equals_matmul");
+    {
+        int n_checked = 0;
+        for (uint32_t ty = 0; ty < QT_COUNT; ty++) {
+            const qt_traits *tr = qt_get(ty);
+            if (!tr || !tr->vec_dot || !tr->from_float || tr->block_size > 256) continue;
+            if (ty == QT_Q8_1 || ty == QT_Q8_K) continue;
+            const int64_t K = 512, R[3] = {37, 8, 20};
+            for (int T = 1; T <= 9; T += 4) {
+                gl_tensor w[3];
+                void *wq[3];
+                float *y[3], *ye[3];
+                size_t scr = 0;
+                float *xf = malloc(sizeof(float) * K * T), *wf = malloc(sizeof(float) * K * R[0]);
+                for (int64_t i = 0; i < K * T; i++) xf[i] = frand(&seed);
+                gl_act act[3];
+                bool plain = true;
+                for (int j = 0; j < 3; j++) {
+                    w[j] = (gl_tensor){.type = (qt_type)ty, .ne = {K, R[j], 1, 1},
+                                       .row_bytes = qt_row_size((qt_type)ty, K)};
+                    for (int64_t i = 0; i < K * R[j]; i++) wf[i] = frand(&seed);
+                    wq[j] = malloc(w[j].row_bytes * R[j]);
+                    tr->from_float(wf, wq[j], K * R[j]);
+                    w[j].data = wq[j];
+                    y[j] = malloc(sizeof(float) * R[j] * T);
+                    ye[j] = malloc(sizeof(float) * R[j] * T);
+                    plain &= gl_matmul_plain(&w[j], T, false, &act[j]);
+                    const size_t sz = gl_matmul_scratch(&w[j], T);
+                    scr = sz > scr ? sz : scr;
+                }
+                void *scratch = malloc(scr + 1);
+                if (plain) {
+                    n_checked++;
+                    for (int j = 0; j < 3; j++) gl_matmul(&w[j], xf, ye[j], T, scratch);
+                    for (int t = 0; t < T; t++)
+                        act[0].quantize(xf + (size_t)t * K, (uint8_t *)scratch + (size_t)t * act[0].row_bytes, K);
+                    const gl_tensor *wp[] = {&w[0], &w[1], &w[2]};
+                    #pragma omp parallel num_threads(2)
+                    gl_matmul_rows(3, wp, y, scratch, act[0].row_bytes, T);
+                    for (int j = 0; j < 3; j++)
+                        CHECK(!memcmp(y[j], ye[j], sizeof(float) * R[j] * T), "%s T=%d weight %d differs",
+                              tr->name, T, j);
+                }
+                for (int j = 0; j < 3; j++) { free(wq[j]); free(y[j]); free(ye[j]); }
+                free(xf); free(wf); free(scratch);
+            }
+        }
+        CHECK(n_checked >= 5, "only %d type and width pairs took the plain path", n_checked);
     }
     TEST_END();
 
