@@ -98,7 +98,7 @@ static void matmul_tiles(const qt_tiles *tiles, const gl_tensor *w, const void *
 
 /* Rows per unit of work in the vec_dot paths: few enough to keep a static
  * split balanced, enough for the tile kernels' row blocks. */
-enum { TILE_ROWS = 8 };
+enum { TILE_ROWS = 32 };
 
 static int64_t row_tiles(const gl_tensor *w) { return (w->ne[1] + TILE_ROWS - 1) / TILE_ROWS; }
 

@@ -284,6 +284,29 @@ static bool fusable(const qlm_ctx *c, int T, bool each)
     return true;
 }
 
+/* Token t's Q, K and V after their matmuls: biases, QK-norm, RoPE, the
+ * Q scale, then K and V into the cache. */
+static void qkv_finish(qlm_ctx *c, int l, int t, const gl_rope *rope, const int32_t *pos)
+{
+    const qlm_model *m = c->m;
+    const qlm_arch *a = m->arch;
+    const qlm_hparams *hp = &m->hp;
+    const qlm_layer *L = &m->layers[l];
+    const int D = hp->head_dim, QD = hp->n_head * D, KD = hp->n_head_kv * D;
+    float *q = c->q + (size_t)t * QD, *k = c->k + (size_t)t * KD, *v = c->v + (size_t)t * KD;
+    if (L->bq) gl_add_bias(q, L->bq, 1, QD);
+    if (L->bk) gl_add_bias(k, L->bk, 1, KD);
+    if (L->bv) gl_add_bias(v, L->bv, 1, KD);
+    if (a->qk_norm) {
+        gl_rmsnorm(q, q, L->q_norm, hp->n_head, D, hp->norm_eps);
+        gl_rmsnorm(k, k, L->k_norm, hp->n_head_kv, D, hp->norm_eps);
+    }
+    gl_rope_apply(q, &pos[t], 1, hp->n_head, D, rope);
+    gl_rope_apply(k, &pos[t], 1, hp->n_head_kv, D, rope);
+    if (a->scale_q) gl_scale(q, hp->attn_scale, QD);
+    qlm_kv_store(&c->kv, l, c->cells[t], k, v);
+}
+
 /* The layers of forward() in one parallel region.  Between matmuls the
  * threads share the tokens of the elementwise work (norms, activation
  * quantization, RoPE, KV stores, residual adds) instead of one thread
@@ -292,13 +315,19 @@ static bool fusable(const qlm_ctx *c, int T, bool each)
  * shared out together.  Every step computes each token's row exactly as
  * the unfused path does (the same functions on one row at a time), so
  * the bits are the same; only who computes which row, and when, differs. */
-static void layers_fused(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32_t *seq)
+static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int32_t *pos, const int32_t *seq)
 {
     const qlm_model *m = c->m;
     const qlm_arch *a = m->arch;
     const qlm_hparams *hp = &m->hp;
-    const int E = hp->n_embd, D = hp->head_dim, QD = hp->n_head * D, KD = hp->n_head_kv * D, F = hp->n_ff;
+    const int E = hp->n_embd, D = hp->head_dim, QD = hp->n_head * D, F = hp->n_ff;
     uint8_t *xq = c->mm;
+    /* Batched decoding (one token per sequence) with enough tokens to go
+     * round: a thread takes a token from its KV store through attention
+     * to its quantized output, where otherwise it would wait at two more
+     * barriers.  A cell of this batch is visible only to its own
+     * sequence's token (by_token: no two tokens share a sequence). */
+    by_token &= T >= 2 * c->n_threads;
     #pragma omp parallel num_threads(c->n_threads)
     {
         const int th = omp_get_thread_num();
@@ -325,28 +354,26 @@ static void layers_fused(qlm_ctx *c, int T, bool each, const int32_t *pos, const
             const gl_tensor *wqkv[] = {&L->wq, &L->wk, &L->wv};
             float *const yqkv[] = {c->q, c->k, c->v};
             gl_matmul_rows(3, wqkv, yqkv, xq, qkv.row_bytes, T);
-            #pragma omp for schedule(static)
-            for (int t = 0; t < T; t++) {
-                float *q = c->q + (size_t)t * QD, *k = c->k + (size_t)t * KD, *v = c->v + (size_t)t * KD;
-                if (L->bq) gl_add_bias(q, L->bq, 1, QD);
-                if (L->bk) gl_add_bias(k, L->bk, 1, KD);
-                if (L->bv) gl_add_bias(v, L->bv, 1, KD);
-                if (a->qk_norm) {
-                    gl_rmsnorm(q, q, L->q_norm, hp->n_head, D, hp->norm_eps);
-                    gl_rmsnorm(k, k, L->k_norm, hp->n_head_kv, D, hp->norm_eps);
-                }
-                gl_rope_apply(q, &pos[t], 1, hp->n_head, D, &rope);
-                gl_rope_apply(k, &pos[t], 1, hp->n_head_kv, D, &rope);
-                if (a->scale_q) gl_scale(q, hp->attn_scale, QD);
-                qlm_kv_store(&c->kv, l, c->cells[t], k, v);
-            }
             c->vis_tok[3 * th] = -1; /* this thread's cached list is stale */
-            #pragma omp for collapse(2) schedule(static)
-            for (int t = 0; t < T; t++)
-                for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq);
-            #pragma omp for schedule(static)
-            for (int t = 0; t < T; t++)
-                o.quantize(c->att + (size_t)t * QD, xq + (size_t)t * o.row_bytes, QD);
+            if (by_token) {
+                /* each token attends to its own new cell only: no thread
+                 * waits for another's KV stores */
+                #pragma omp for schedule(dynamic, 1)
+                for (int t = 0; t < T; t++) {
+                    qkv_finish(c, l, t, &rope, pos);
+                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq);
+                    o.quantize(c->att + (size_t)t * QD, xq + (size_t)t * o.row_bytes, QD);
+                }
+            } else {
+                #pragma omp for schedule(static)
+                for (int t = 0; t < T; t++) qkv_finish(c, l, t, &rope, pos);
+                #pragma omp for collapse(2) schedule(static)
+                for (int t = 0; t < T; t++)
+                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq);
+                #pragma omp for schedule(static)
+                for (int t = 0; t < T; t++)
+                    o.quantize(c->att + (size_t)t * QD, xq + (size_t)t * o.row_bytes, QD);
+            }
             const gl_tensor *wo[] = {&L->wo};
             float *const yo[] = {c->xn};
             gl_matmul_rows(1, wo, yo, xq, o.row_bytes, T);
@@ -403,12 +430,16 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
     if (rc) return rc;
     int per_seq[QLM_MAX_SEQ] = {0};
     for (int t = 0; t < T; t++) per_seq[seq[t]]++;
-    for (int t = 0; t < T; t++) c->tiled[t] = !b->one_by_one && per_seq[seq[t]] > 1;
+    bool one_per_seq = true;
+    for (int t = 0; t < T; t++) {
+        c->tiled[t] = !b->one_by_one && per_seq[seq[t]] > 1;
+        one_per_seq &= per_seq[seq[t]] == 1;
+    }
     /* one_by_one: every matmul too in its one-token order */
     int (*const mul)(const gl_tensor *, const float *, float *, int, void *) =
         b->one_by_one ? gl_matmul_each : gl_matmul;
     if (fusable(c, T, b->one_by_one))
-        layers_fused(c, T, b->one_by_one, pos, seq);
+        layers_fused(c, T, b->one_by_one, one_per_seq, pos, seq);
     else
     for (int l = 0; l < hp->n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
