@@ -237,7 +237,8 @@ static void test_quant_dot(qt_isa isa, const qtype *t) {
  * columns), with rows and columns at uneven strides and an output stride
  * larger than the tile, whose other elements must stay untouched. */
 
-static const int tile_lengths[] = {32, 96, 576};
+/* 4160: past the 128 blocks whose column scales x86_tile.inc precomputes */
+static const int tile_lengths[] = {32, 96, 576, 4160};
 #define N_TILE_LENGTHS (sizeof tile_lengths / sizeof tile_lengths[0])
 enum { TILE_MAX_R = 9, TILE_MAX_C = 9 };
 
