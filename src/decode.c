@@ -410,37 +410,18 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
     }
 }
 
-/* One micro-batch through the model.  The family's row (arch.c) switches
- * the steps that differ: embedding scale, Q/K/V biases, QK-norm, which
- * tensor the attention scale multiplies, sliding-window layers with their
- * own RoPE base, sandwich norms, the FFN gate activation, logit capping. */
-static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
+/* The layers one step at a time, each matmul in its own parallel region
+ * (gl_matmul picks its order): for weights without a plain vec_dot path,
+ * and the reference the fused layers are tested against. */
+static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32_t *seq)
 {
     const qlm_model *m = c->m;
     const qlm_arch *a = m->arch;
     const qlm_hparams *hp = &m->hp;
     const int E = hp->n_embd, QD = hp->n_head * hp->head_dim, KD = hp->n_head_kv * hp->head_dim,
               F = hp->n_ff;
-    const int32_t *tok = b->token + off, *pos = b->pos + off, *seq = b->seq + off;
-
-
-    for (int t = 0; t < T; t++) gl_get_row(&m->tok_embd, tok[t], c->x + (size_t)t * E);
-    if (a->embd_scale) gl_scale(c->x, sqrtf((float)E), (int64_t)T * E);
-    int rc = qlm_kv_claim(&c->kv, T, tok, pos, seq, c->cells, err);
-    if (rc) return rc;
-    int per_seq[QLM_MAX_SEQ] = {0};
-    for (int t = 0; t < T; t++) per_seq[seq[t]]++;
-    bool one_per_seq = true;
-    for (int t = 0; t < T; t++) {
-        c->tiled[t] = !b->one_by_one && per_seq[seq[t]] > 1;
-        one_per_seq &= per_seq[seq[t]] == 1;
-    }
-    /* one_by_one: every matmul too in its one-token order */
-    int (*const mul)(const gl_tensor *, const float *, float *, int, void *) =
-        b->one_by_one ? gl_matmul_each : gl_matmul;
-    if (fusable(c, T, b->one_by_one))
-        layers_fused(c, T, b->one_by_one, one_per_seq, pos, seq);
-    else
+    /* each (one_by_one): every matmul too in its one-token order */
+    int (*const mul)(const gl_tensor *, const float *, float *, int, void *) = each ? gl_matmul_each : gl_matmul;
     for (int l = 0; l < hp->n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
         const gl_rope rope = layer_rope(c, l);
@@ -477,6 +458,39 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
         if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->ffn_post_norm, T, E, hp->norm_eps);
         gl_add(c->x, c->xn, (int64_t)T * E);
     }
+
+}
+
+/* One micro-batch through the model.  The family's row (arch.c) switches
+ * the steps that differ: embedding scale, Q/K/V biases, QK-norm, which
+ * tensor the attention scale multiplies, sliding-window layers with their
+ * own RoPE base, sandwich norms, the FFN gate activation, logit capping. */
+static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
+{
+    const qlm_model *m = c->m;
+    const qlm_arch *a = m->arch;
+    const qlm_hparams *hp = &m->hp;
+    const int E = hp->n_embd;
+    const int32_t *tok = b->token + off, *pos = b->pos + off, *seq = b->seq + off;
+
+
+    for (int t = 0; t < T; t++) gl_get_row(&m->tok_embd, tok[t], c->x + (size_t)t * E);
+    if (a->embd_scale) gl_scale(c->x, sqrtf((float)E), (int64_t)T * E);
+    int rc = qlm_kv_claim(&c->kv, T, tok, pos, seq, c->cells, err);
+    if (rc) return rc;
+    int per_seq[QLM_MAX_SEQ] = {0};
+    for (int t = 0; t < T; t++) per_seq[seq[t]]++;
+    bool one_per_seq = true;
+    for (int t = 0; t < T; t++) {
+        c->tiled[t] = !b->one_by_one && per_seq[seq[t]] > 1;
+        one_per_seq &= per_seq[seq[t]] == 1;
+    }
+    if (fusable(c, T, b->one_by_one))
+        layers_fused(c, T, b->one_by_one, one_per_seq, pos, seq);
+    else
+        layers(c, T, b->one_by_one, pos, seq);
+    int (*const mul)(const gl_tensor *, const float *, float *, int, void *) =
+        b->one_by_one ? gl_matmul_each : gl_matmul;
 
     /* output head, only for rows that asked for logits */
     int n_out = 0;
