@@ -6,8 +6,14 @@
 
 #include "quant/fp16.h"
 
+/* Elementwise work of a whole prompt batch is split across the threads
+ * (each element's arithmetic is unchanged, so are the bits); a decode
+ * step's few thousand elements stay serial, cheaper than waking the team. */
+#define PAR_MIN 65536
+
 void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n, float eps)
 {
+    #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n >= PAR_MIN)
     for (int t = 0; t < n_tokens; t++) {
         const float *xr = x + (int64_t)t * n;
         float *o = out + (int64_t)t * n;
@@ -25,8 +31,9 @@ void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int h
     /* ggml derives each pair's angle by repeated multiplication; doing the
      * same keeps our angles bit-identical to llama.cpp's. */
     const float theta_scale = powf(r->freq_base, -2.0f / (float)r->n_rot);
-    float cs[GL_ROPE_MAX_DIM / 2][2];
+    #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n_head * head_dim >= PAR_MIN)
     for (int t = 0; t < n_tokens; t++) {
+        float cs[GL_ROPE_MAX_DIM / 2][2];
         float theta = (float)pos[t];
         for (int i = 0; i < half; i++) {
             float th = theta;
@@ -55,14 +62,15 @@ void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int h
 void gl_swiglu(float *g, const float *u, int64_t n)
 {
     /* ggml_vec_swiglu_f32: vector exp on 16-wide chunks, libm on the tail */
-    int64_t i = 0;
-    for (; i + 15 < n; i += 16) {
+    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
+    for (int64_t c = 0; c < n / 16; c++) {
+        const int64_t i = 16 * c;
         float e[16];
         for (int l = 0; l < 16; l++) e[l] = 0.0f - g[i + l];
         gl_expf16(e, e);
         for (int l = 0; l < 16; l++) g[i + l] = g[i + l] / (1.0f + e[l]) * u[i + l];
     }
-    for (; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    for (int64_t i = n / 16 * 16; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 /* GELU, tanh approximation, rounded as ggml's CPU build computes it: its
@@ -105,6 +113,7 @@ void gl_add_bias(float *x, const float *b, int n_tokens, int n)
 
 void gl_add(float *y, const float *x, int64_t n)
 {
+    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 

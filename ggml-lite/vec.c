@@ -22,23 +22,6 @@ void gl_expf16(const float *x, float *y)
 
 void gl_softmax_ggml(float *x, int n)
 {
-    float max = -INFINITY;
-    for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
-    if (max == -INFINITY) {
-        memset(x, 0, sizeof *x * (size_t)n);
-        return;
-    }
-    double sum = 0.0;
-    int i = 0;
-    for (; i + 15 < n; i += 16) {
-        for (int l = 0; l < 16; l++) x[i + l] -= max;
-        gl_expf16(x + i, x + i);
-        sum += (double)qt_reduce16(x + i);
-    }
-    for (; i < n; i++) {
-        x[i] = expf(x[i] - max);
-        sum += (double)x[i];
-    }
-    const float inv = (float)(1.0 / sum);
-    for (i = 0; i < n; i++) x[i] *= inv;
+    const qt_f32_ops *ops = qt_f32();
+    (ops->softmax ? ops->softmax : qt_f32_ref()->softmax)(x, n);
 }

@@ -75,7 +75,31 @@ static void ref_exp16(const float *x, float *y)
     for (int i = 0; i < 16; i++) y[i] = ref_expf(x[i]);
 }
 
-static const qt_f32_ops ref_ops = {.name = "scalar", .dot = ref_dot, .pv = ref_pv, .exp16 = ref_exp16};
+static void ref_softmax(float *x, int n)
+{
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    if (max == -INFINITY) {
+        memset(x, 0, sizeof *x * (size_t)n);
+        return;
+    }
+    double sum = 0.0;
+    int i = 0;
+    for (; i + 15 < n; i += 16) {
+        for (int l = 0; l < 16; l++) x[i + l] -= max;
+        ref_exp16(x + i, x + i);
+        sum += (double)qt_reduce16(x + i);
+    }
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += (double)x[i];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (i = 0; i < n; i++) x[i] *= inv;
+}
+
+static const qt_f32_ops ref_ops = {.name = "scalar", .dot = ref_dot, .pv = ref_pv, .exp16 = ref_exp16,
+                                   .softmax = ref_softmax};
 
 const qt_f32_ops *qt_f32_ref(void) { return &ref_ops; }
 

@@ -26,6 +26,10 @@ typedef struct qt_f32_ops {
                qt_pv_order order);
     /* y[i] = ggml_v_expf(x[i]) for 16 values (y may be x). */
     void (*exp16)(const float *x, float *y);
+    /* ggml's softmax of x in place (the reference's: max, exp of x - max
+     * in 16s with the tail by expf, each 16's qt_reduce16 summed in
+     * double, times the float reciprocal).  NULL: use the reference's. */
+    void (*softmax)(float *x, int n);
 } qt_f32_ops;
 
 /* The reference (scalar) set and the one chosen for this CPU. */

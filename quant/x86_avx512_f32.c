@@ -3,6 +3,7 @@
  * to the reference in f32ops.c. */
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "f32ops.h"
@@ -64,9 +65,8 @@ static void pv(int n, int d, const float *v, int64_t ldv, const float *p, float 
     }
 }
 
-static void exp16(const float *x, float *y)
+static inline __m512 expv(__m512 xv)
 {
-    const __m512 xv = _mm512_loadu_ps(x);
     const __m512 r = _mm512_set1_ps(0x1.8p23f);
     const __m512 z = _mm512_fmadd_ps(xv, _mm512_set1_ps(0x1.715476p+0f), r);
     const __m512 n = _mm512_sub_ps(z, r);
@@ -84,10 +84,47 @@ static void exp16(const float *x, float *y)
                                                 _mm512_set1_ps(__builtin_inff()), _mm512_setzero_ps());
         res = _mm512_mask_blend_ps(big, res, alt);
     }
-    _mm512_storeu_ps(y, res);
+    return res;
 }
 
-const qt_f32_ops qt_f32_avx512 = {.name = "avx512", .dot = dot, .pv = pv, .exp16 = exp16};
+static void exp16(const float *x, float *y)
+{
+    _mm512_storeu_ps(y, expv(_mm512_loadu_ps(x)));
+}
+
+/* The reference's softmax with each pass 16 lanes wide.  The maximum of
+ * the lanes' maxima is the maximum (vmaxps, like the scalar compare,
+ * keeps the running value when x is NaN); the 16-element sums, their
+ * double accumulation and the tail are the reference's. */
+static void softmax(float *x, int n)
+{
+    const int n16 = n & ~15;
+    __m512 vmax = _mm512_set1_ps(-__builtin_inff());
+    for (int i = 0; i < n16; i += 16) vmax = _mm512_max_ps(_mm512_loadu_ps(x + i), vmax);
+    float max = _mm512_reduce_max_ps(vmax);
+    for (int i = n16; i < n; i++) max = x[i] > max ? x[i] : max;
+    if (max == -__builtin_inff()) {
+        memset(x, 0, sizeof *x * (size_t)n);
+        return;
+    }
+    const __m512 vm = _mm512_set1_ps(max);
+    double sum = 0.0;
+    for (int i = 0; i < n16; i += 16) {
+        const __m512 e = expv(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        _mm512_storeu_ps(x + i, e);
+        sum += (double)reduce16(e);
+    }
+    for (int i = n16; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += (double)x[i];
+    }
+    const float inv = (float)(1.0 / sum);
+    const __m512 vinv = _mm512_set1_ps(inv);
+    for (int i = 0; i < n16; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), vinv));
+    for (int i = n16; i < n; i++) x[i] *= inv;
+}
+
+const qt_f32_ops qt_f32_avx512 = {.name = "avx512", .dot = dot, .pv = pv, .exp16 = exp16, .softmax = softmax};
 
 #else
 typedef int qt_x86_avx512_f32_unused;

@@ -56,19 +56,36 @@ INLINE __m512i row_dot(int d64, __mmask64 tail, const int8_t *q, const int8_t *k
     return acc;
 }
 
-INLINE void qk_i8_body(int n, int d, const int8_t *q, float qd, const int8_t *k, int64_t ldk,
-                       const float *kd, int64_t lds, const int32_t *idx, float *s, const int vnni)
+/* d64/tail: d's whole 64-byte chunks and the mask of the rest.  head64:
+ * d is 64 (the usual head), so |q| and q's signs are formed once per call
+ * instead of once per row. */
+INLINE void qk_i8_rows(int n, int d64, __mmask64 tail, const int8_t *q, float qd, const int8_t *k, int64_t ldk,
+                       const float *kd, int64_t lds, const int32_t *idx, float *s, const int vnni, const int head64)
 {
-    const int d64 = d & ~63;
-    const __mmask64 tail = d - d64 >= 64 ? ~0ull : (1ull << (d - d64)) - 1;
     const __m512 vqd = _mm512_set1_ps(qd);
+    const __m512i vq = head64 ? _mm512_loadu_si512(q) : _mm512_setzero_si512();
+    const __m512i u = _mm512_abs_epi8(vq);
+    const __mmask64 neg = _mm512_movepi8_mask(vq);
     int r = 0;
     for (; r + 16 <= n; r += 16) {
         __m512i acc[16];
         float sc[16];
+        /* unrolled, the 16 dots stay in registers for the add tree */
+#pragma GCC unroll 16
         for (int i = 0; i < 16; i++) {
             const int64_t c = idx ? idx[r + i] : r + i;
-            acc[i] = row_dot(d64, tail, q, k + c * ldk, vnni);
+            if (head64) {
+                const __m512i kv = _mm512_loadu_si512(k + c * ldk);
+                const __m512i sk = _mm512_mask_sub_epi8(kv, neg, _mm512_setzero_si512(), kv);
+                if (vnni) {
+                    acc[i] = _mm512_setzero_si512();
+                    __asm__(QT_X86_DPBUSD : "+v"(acc[i]) : "v"(u), "v"(sk));
+                } else {
+                    acc[i] = _mm512_madd_epi16(_mm512_maddubs_epi16(u, sk), _mm512_set1_epi16(1));
+                }
+            } else {
+                acc[i] = row_dot(d64, tail, q, k + c * ldk, vnni);
+            }
             sc[i] = kd[c * lds];
         }
         /* (float)sum * (qd * kd), the reference's two roundings per lane */
@@ -79,6 +96,17 @@ INLINE void qk_i8_body(int n, int d, const int8_t *q, float qd, const int8_t *k,
         const int64_t c = idx ? idx[r] : r;
         s[r] = (float)_mm512_reduce_add_epi32(row_dot(d64, tail, q, k + c * ldk, vnni)) * (qd * kd[c * lds]);
     }
+}
+
+INLINE void qk_i8_body(int n, int d, const int8_t *q, float qd, const int8_t *k, int64_t ldk,
+                       const float *kd, int64_t lds, const int32_t *idx, float *s, const int vnni)
+{
+    const int d64 = d & ~63;
+    const __mmask64 tail = d - d64 >= 64 ? ~0ull : (1ull << (d - d64)) - 1;
+    if (d == 64)
+        qk_i8_rows(n, d64, tail, q, qd, k, ldk, kd, lds, idx, s, vnni, 1);
+    else
+        qk_i8_rows(n, d64, tail, q, qd, k, ldk, kd, lds, idx, s, vnni, 0);
 }
 
 static void qk_i8(int n, int d, const int8_t *q, float qd, const int8_t *k, int64_t ldk,
@@ -129,21 +157,34 @@ INLINE __m512 v16_f16(__mmask16 m, const uint16_t *p)
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
 
-/* 64 elements (4 registers x 2 chains) at a time, then masked 16s. */
+/* 64 elements (4 registers x 2 chains) at a time, then masked 16s.  Rows
+ * go in pairs so that each chain is a named register: indexed by r & 1,
+ * the accumulators lived in memory and every row waited on a store. */
+#define PV_ROW64(T, LOAD16, WEIGHT, row, a)                                                   \
+    do {                                                                                    \
+        const int rr = (row);                                                               \
+        const int r = rr; /* WEIGHT names its row r */                                      \
+        const int64_t c = idx ? idx[r] : r;                                                 \
+        const T *vr = v + c * ldv + e0;                                                     \
+        const __m512 w = _mm512_set1_ps(WEIGHT);                                            \
+        _Pragma("GCC unroll 4")                                                             \
+        for (int i = 0; i < 4; i++) a[i] = _mm512_fmadd_ps(w, LOAD16(0xffff, vr + 16 * i), a[i]); \
+    } while (0)
 #define PV_BODY(T, LOAD16, WEIGHT)                                                            \
     const int d64 = d & ~63;                                                                \
     int e0 = 0;                                                                             \
     for (; e0 < d64; e0 += 64) {                                                            \
-        __m512 a[2][4];                                                                     \
-        for (int i = 0; i < 4; i++) a[0][i] = a[1][i] = _mm512_setzero_ps();                \
-        for (int r = 0; r < n; r++) {                                                       \
-            const int64_t c = idx ? idx[r] : r;                                             \
-            const T *vr = v + c * ldv + e0;                                                 \
-            const __m512 w = _mm512_set1_ps(WEIGHT);                                        \
-            for (int i = 0; i < 4; i++)                                                     \
-                a[r & 1][i] = _mm512_fmadd_ps(w, LOAD16(0xffff, vr + 16 * i), a[r & 1][i]); \
+        __m512 a0[4], a1[4];                                                                \
+        _Pragma("GCC unroll 4")                                                             \
+        for (int i = 0; i < 4; i++) a0[i] = a1[i] = _mm512_setzero_ps();                    \
+        int r = 0;                                                                          \
+        for (; r + 1 < n; r += 2) {                                                         \
+            PV_ROW64(T, LOAD16, WEIGHT, r, a0);                                             \
+            PV_ROW64(T, LOAD16, WEIGHT, r + 1, a1);                                         \
         }                                                                                   \
-        for (int i = 0; i < 4; i++) _mm512_storeu_ps(out + e0 + 16 * i, _mm512_add_ps(a[0][i], a[1][i])); \
+        if (r < n) PV_ROW64(T, LOAD16, WEIGHT, r, a0);                                      \
+        _Pragma("GCC unroll 4")                                                             \
+        for (int i = 0; i < 4; i++) _mm512_storeu_ps(out + e0 + 16 * i, _mm512_add_ps(a0[i], a1[i])); \
     }                                                                                       \
     for (; e0 < d; e0 += 16) {                                                              \
         const __mmask16 m = mask16(d - e0);                                                 \

@@ -61,6 +61,28 @@ static void check_set(const qt_f32_ops *ops)
         for (int i = 0; i < 16; i++) CHECK(same_bits(a[i], b[i]), "exp(%.9g): %.9g vs %.9g", x[i], a[i], b[i]);
     }
     TEST_END();
+
+    snprintf(name, sizeof name, "%s/softmax", ops->name);
+    TEST_BEGIN(name);
+    const qt_f32_ops *sm = ops->softmax ? ops : ref;
+    for (int n = 1; n <= 100; n++)
+        for (int kind = 0; kind < 5; kind++) {
+            /* scores of attention (masked tails at -inf, a row all
+             * masked), a huge range, a tie of +0 and -0 at the top */
+            float s1[100], s2[100];
+            for (int i = 0; i < n; i++) {
+                s1[i] = frand(&seed) * (kind == 2 ? 200.0f : 8.0f);
+                if (kind == 1 && i > n / 2) s1[i] = -INFINITY;
+                if (kind == 3) s1[i] = -INFINITY;
+                if (kind == 4) s1[i] = i % 3 ? -fabsf(s1[i]) : (i % 2 ? 0.0f : -0.0f);
+            }
+            memcpy(s2, s1, sizeof s1);
+            sm->softmax(s1, n);
+            ref->softmax(s2, n);
+            for (int i = 0; i < n; i++)
+                CHECK(same_bits(s1[i], s2[i]), "kind %d n=%d i=%d: %.9g vs %.9g", kind, n, i, s1[i], s2[i]);
+        }
+    TEST_END();
 }
 
 int main(void)
