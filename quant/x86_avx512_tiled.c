@@ -252,8 +252,16 @@ void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, i
             __m512 acc[GROUP][MAX_TILES];
             for (int i = 0; i < nr; i++)
                 for (int t = 0; t < nt; t++) acc[i][t] = _mm512_setzero_ps();
+            /* the next group's rows, one block ahead of their use: rows of
+             * a few blocks are streams too short for the hardware
+             * prefetchers, and each block's first touch waited on memory */
+            const int nr_next = nrows - r - nr < GROUP ? nrows - r - nr : GROUP;
             for (int b = 0; b < nb; b++) {
                 wblock wb[GROUP];
+                for (int i = 0; i < nr_next; i++) {
+                    const char *nx = (const char *)w + (size_t)(r + nr + i) * w_stride + (size_t)b * wbytes;
+                    for (size_t o = 0; o < wbytes; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
+                }
                 for (int i = 0; i < nr; i++)
                     decode(type, (const uint8_t *)w + (size_t)(r + i) * w_stride + (size_t)b * wbytes, &wb[i]);
                 for (int t = 0; t < nt; t += 2) {

@@ -257,8 +257,10 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
     const int H = c->m->hp.n_head;
     for (int i = 0; i < c->n_threads; i++) c->vis_tok[3 * i] = -1;
     /* num_threads: the scratch has n_threads slots, whatever another
-     * context set as the process default */
-    #pragma omp parallel for collapse(2) schedule(static) num_threads(c->n_threads)
+     * context set as the process default.  Dynamic: a prompt's later
+     * tokens see more rows, and a static split gave the last thread most
+     * of the work. */
+    #pragma omp parallel for collapse(2) schedule(dynamic, 8) num_threads(c->n_threads)
     for (int t = 0; t < T; t++)
         for (int h = 0; h < H; h++) attend(c, layer, t, h, omp_get_thread_num(), pos, seq);
 }
