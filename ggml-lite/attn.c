@@ -1,6 +1,7 @@
 #include "ggml-lite/attn.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ggml-lite/vec.h"
@@ -57,4 +58,40 @@ void gl_attn_head(int d, const float *q, float scale, const gl_kv_view *k, const
         for (int r = 0; r < n; r++) memcpy(sc->vrows + (size_t)r * d, vb + idx[r] * v->ld, sizeof(float) * (size_t)d);
         gl_pv(n, d, sc->vrows, d, sc->s, out, tiled);
     }
+}
+
+int gl_attn_group_applies(int d, const gl_kv_view *k, const gl_kv_view *v)
+{
+    const qt_kv_ops *ops = qt_kv();
+    return d == 64 && k->type == GL_KV_I8 && v->type == GL_KV_I8 && ops->qk_i8_multi && ops->pv_i8_multi;
+}
+
+void gl_attn_group(int d, int n_q, const float *q, float scale, const gl_kv_view *k, const gl_kv_view *v, int n,
+                   int n_ctx, gl_attn_scratch *sc, float *out)
+{
+    enum { MAX_Q = 32 };
+    const int win = gl_attn_window(k->type, n, n_ctx);
+    const size_t need = (size_t)n_q * (size_t)win;
+    float *s = need <= (size_t)gl_attn_window(k->type, n_ctx, n_ctx) ? sc->s : NULL;
+    float *heap = s || n_q > MAX_Q || n <= 0 ? NULL : malloc(sizeof *heap * need);
+    if (!s) s = heap;
+    if (!s || n_q > MAX_Q || n <= 0 || !gl_attn_group_applies(d, k, v)) {
+        for (int h = 0; h < n_q; h++)
+            gl_attn_head(d, q + (size_t)h * d, scale, k, v, n, NULL, NULL, n_ctx, 0, sc, out + (size_t)h * d);
+        free(heap);
+        return;
+    }
+    const qt_kv_ops *ops = qt_kv();
+    int8_t q8[MAX_Q * 64];
+    float qd[MAX_Q];
+    /* as scores() forms each head's factor */
+    for (int h = 0; h < n_q; h++) qd[h] = qt_kv_quantize_i8(d, q + (size_t)h * d, q8 + h * d) * scale;
+    ops->qk_i8_multi(n, d, n_q, q8, qd, k->data, k->ld, k->scale, k->lds, s, win);
+    for (int h = 0; h < n_q; h++) {
+        float *sh = s + (size_t)h * win;
+        for (int r = n; r < win; r++) sh[r] = -INFINITY;
+        gl_softmax_ggml(sh, win);
+    }
+    ops->pv_i8_multi(n, d, n_q, v->data, v->ld, v->scale, v->lds, s, win, out, d);
+    free(heap);
 }

@@ -54,4 +54,17 @@ void gl_attn_head(int d, const float *q, float scale, const gl_kv_view *k, const
                   int n, const int32_t *idx, const gl_attn_mask *mask, int n_ctx, int tiled,
                   gl_attn_scratch *sc, float *out);
 
+/* Whether gl_attn_group takes several heads over these views at once:
+ * int8 K and V, 64-wide heads, and kernels for it on this CPU. */
+int gl_attn_group_applies(int d, const gl_kv_view *k, const gl_kv_view *v);
+
+/* gl_attn_head for n_q query heads that share k and v (q and out hold
+ * them d floats apart), over the first n rows (no idx, no mask), with
+ * bits identical to n_q calls of it: each K and V row is read and
+ * rearranged once for all of them (a prompt's heads of one KV head).
+ * Uses sc->s when n_q windows fit in the cache's, else allocates (a
+ * prompt's path, not one token's); if that fails, goes head by head. */
+void gl_attn_group(int d, int n_q, const float *q, float scale, const gl_kv_view *k, const gl_kv_view *v, int n,
+                   int n_ctx, gl_attn_scratch *sc, float *out);
+
 #endif

@@ -209,9 +209,158 @@ static void pv_f16(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *
     PV_BODY(uint16_t, v16_f16, p[r])
 }
 
-const qt_kv_ops qt_kv_avx512 = {.name = "avx512", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16};
+/* ---- several queries over the same rows (d = 64) ----------------------
+ *
+ * q.k: 16 K rows are transposed once into row-per-lane form (vector j
+ * holds bytes 4j..4j+3 of each row), offset to unsigned by +128; each
+ * query then takes 16 vpdpbusd with its own 4-byte groups broadcast, and
+ * its lanes are the 16 rows' sums plus 128 * sum(q), which is taken off:
+ * no per-row sign fix-up and no horizontal sums.  The float steps per
+ * score are qk_i8's. */
+#define QK_GROUP 8 /* queries whose chains are in flight together */
+
+INLINE __m512i dot64_bcast(__m512i acc, const __m512i u[16], const int8_t *q)
+{
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++)
+        __asm__("%{evex%} vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u[j]), "m"(*(const int32_t *)(q + 4 * j)));
+    return acc;
+}
+
+/* rows r0..r0+15 of k (rows past n repeat row n - 1) in row-per-lane
+ * form, +128 */
+INLINE void k_lanes(const int8_t *k, int64_t ldk, int r0, int n, __m512i u[16])
+{
+    __m512i a[16], t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) a[i] = _mm512_loadu_si512(k + (int64_t)(r0 + i < n ? r0 + i : n - 1) * ldk);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        a[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        a[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        a[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        a[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        const __m512i lo01 = _mm512_shuffle_i32x4(a[j], a[4 + j], 0x44), lo23 = _mm512_shuffle_i32x4(a[8 + j], a[12 + j], 0x44);
+        const __m512i hi01 = _mm512_shuffle_i32x4(a[j], a[4 + j], 0xee), hi23 = _mm512_shuffle_i32x4(a[8 + j], a[12 + j], 0xee);
+        u[j] = _mm512_xor_si512(_mm512_shuffle_i32x4(lo01, lo23, 0x88), flip);
+        u[4 + j] = _mm512_xor_si512(_mm512_shuffle_i32x4(lo01, lo23, 0xdd), flip);
+        u[8 + j] = _mm512_xor_si512(_mm512_shuffle_i32x4(hi01, hi23, 0x88), flip);
+        u[12 + j] = _mm512_xor_si512(_mm512_shuffle_i32x4(hi01, hi23, 0xdd), flip);
+    }
+}
+
+static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
+                        const float *kd, int64_t lds, float *s, int64_t ld_s)
+{
+    (void)d; /* 64 */
+    if (n <= 0) return;
+    /* 128 * sum(q) of each query, what the +128 on k adds */
+    int32_t corr[QK_GROUP];
+    for (int h0 = 0; h0 < nq; h0 += QK_GROUP) {
+        const int g = nq - h0 < QK_GROUP ? nq - h0 : QK_GROUP;
+        for (int h = 0; h < g; h++) {
+            int32_t sum = 0;
+            for (int e = 0; e < 64; e++) sum += q[(h0 + h) * 64 + e];
+            corr[h] = 128 * sum;
+        }
+        for (int r0 = 0; r0 < n; r0 += 16) {
+            __m512i u[16];
+            k_lanes(k, ldk, r0, n, u);
+            const __mmask16 m = mask16(n - r0);
+            float kv[16];
+            for (int i = 0; i < 16; i++) kv[i] = r0 + i < n ? kd[(int64_t)(r0 + i) * lds] : 0.0f;
+            const __m512 vkd = _mm512_loadu_ps(kv);
+            /* the queries' chains are independent: out of order
+             * execution overlaps them */
+#pragma GCC unroll 8
+            for (int h = 0; h < QK_GROUP; h++)
+                if (h < g) {
+                    const __m512i acc = dot64_bcast(_mm512_set1_epi32(-corr[h]), u, q + (h0 + h) * 64);
+                    /* (float)sum * (qd * kd), as qk_i8 */
+                    const __m512 w = _mm512_mul_ps(_mm512_set1_ps(qd[h0 + h]), vkd);
+                    _mm512_mask_storeu_ps(s + (h0 + h) * ld_s + r0, m, _mm512_mul_ps(_mm512_cvtepi32_ps(acc), w));
+                }
+        }
+    }
+}
+
+/* p.v: NQ queries share each V row's widening; their weights p[r] * vd[r]
+ * are formed 16 at a time first, then each meets the row by an fma with
+ * a broadcast operand.  Chains as pv_i8's: rank r in chain r % 2. */
+INLINE void pv_rows_nq(int n, const int8_t *v, int64_t ldv, const float *w, int64_t ld_w, float *out,
+                       int64_t ld_o, const int nq)
+{
+    __m512 a0[3][4], a1[3][4];
+#pragma GCC unroll 3
+    for (int h = 0; h < nq; h++)
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) a0[h][i] = a1[h][i] = _mm512_setzero_ps();
+    int r = 0;
+    for (; r + 1 < n; r += 2) {
+        __m512 x0[4], x1[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            x0[i] = v16_i8(0xffff, v + r * ldv + 16 * i);
+            x1[i] = v16_i8(0xffff, v + (r + 1) * ldv + 16 * i);
+        }
+#pragma GCC unroll 3
+        for (int h = 0; h < nq; h++) {
+            const __m512 w0 = _mm512_set1_ps(w[h * ld_w + r]), w1 = _mm512_set1_ps(w[h * ld_w + r + 1]);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                a0[h][i] = _mm512_fmadd_ps(w0, x0[i], a0[h][i]);
+                a1[h][i] = _mm512_fmadd_ps(w1, x1[i], a1[h][i]);
+            }
+        }
+    }
+    if (r < n) {
+#pragma GCC unroll 3
+        for (int h = 0; h < nq; h++) {
+            const __m512 w0 = _mm512_set1_ps(w[h * ld_w + r]);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) a0[h][i] = _mm512_fmadd_ps(w0, v16_i8(0xffff, v + r * ldv + 16 * i), a0[h][i]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int h = 0; h < nq; h++)
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) _mm512_storeu_ps(out + h * ld_o + 16 * i, _mm512_add_ps(a0[h][i], a1[h][i]));
+}
+
+static void pv_i8_multi(int n, int d, int nq, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                        float *p, int64_t ld_p, float *out, int64_t ld_o)
+{
+    (void)d; /* 64 */
+    if (lds != 1) { /* the weights below read vd contiguously */
+        for (int h = 0; h < nq; h++) pv_i8(n, 64, v, ldv, vd, lds, NULL, p + h * ld_p, out + h * ld_o);
+        return;
+    }
+    for (int h = 0; h < nq; h++) {
+        float *w = p + h * ld_p;
+        int r = 0;
+        for (; r + 16 <= n; r += 16) _mm512_storeu_ps(w + r, _mm512_mul_ps(_mm512_loadu_ps(w + r), _mm512_loadu_ps(vd + r)));
+        for (; r < n; r++) w[r] = w[r] * vd[r];
+    }
+    int h = 0;
+    for (; nq - h >= 3; h += 3) pv_rows_nq(n, v, ldv, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 3);
+    if (nq - h == 2) pv_rows_nq(n, v, ldv, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 2);
+    if (nq - h == 1) pv_rows_nq(n, v, ldv, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 1);
+}
+
+const qt_kv_ops qt_kv_avx512 = {.name = "avx512", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16,
+                                .pv_i8_multi = pv_i8_multi};
 const qt_kv_ops qt_kv_avx512_vnni = {.name = "avx512-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16,
-                                     .pv_i8 = pv_i8, .pv_f16 = pv_f16};
+                                     .pv_i8 = pv_i8, .pv_f16 = pv_f16, .qk_i8_multi = qk_i8_multi,
+                                     .pv_i8_multi = pv_i8_multi};
 
 #else
 typedef int qt_x86_avx512_kv_unused;

@@ -204,8 +204,11 @@ static int pos_cmp(const void *a, const void *b, void *pos)
 }
 
 /* Query head h of batch token t; runs on thread th, whose scratch slots it
- * uses (its cached visible-cell list included). */
-static void attend(qlm_ctx *c, int layer, int t, int h, int th, const int32_t *pos, const int32_t *seq)
+ * uses (its cached visible-cell list included).  by_group (a prompt's
+ * path): the first head of each KV head's group may do the whole group
+ * (gl_attn_group, same bits), the others then return at once. */
+static void attend(qlm_ctx *c, int layer, int t, int h, int th, const int32_t *pos, const int32_t *seq,
+                   bool by_group)
 {
     const qlm_hparams *hp = &c->m->hp;
     const qlm_kv *kv = &c->kv;
@@ -247,6 +250,12 @@ static void attend(qlm_ctx *c, int layer, int t, int h, int th, const int32_t *p
     gl_attn_scratch sc = {.s = c->scores + (size_t)th * win, .q8 = c->q8 + (size_t)th * D,
                           .vrows = c->vrows + (kv->type_v == QLM_KV_F32 ? (size_t)th * n_ctx * D : 0)};
     const bool contiguous = c->vis_tok[3 * th + 2];
+    if (by_group && contiguous && !window && group > 1 && gl_attn_group_applies(D, &kview, &vview)) {
+        if (h % group == 0)
+            gl_attn_group(D, group, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n, n_ctx, &sc,
+                          c->att + (size_t)t * QD + (size_t)h * D);
+        return;
+    }
     const gl_attn_mask mask = {.row_pos = window ? kv->pos : NULL, .min_pos = pos[t] - window + 1};
     gl_attn_head(D, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n, contiguous ? NULL : vis,
                  &mask, n_ctx, c->tiled[t], &sc, c->att + (size_t)t * QD + (size_t)h * D);
@@ -262,7 +271,7 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
      * of the work. */
     #pragma omp parallel for collapse(2) schedule(dynamic, 8) num_threads(c->n_threads)
     for (int t = 0; t < T; t++)
-        for (int h = 0; h < H; h++) attend(c, layer, t, h, omp_get_thread_num(), pos, seq);
+        for (int h = 0; h < H; h++) attend(c, layer, t, h, omp_get_thread_num(), pos, seq, T > 1);
 }
 
 /* Whether every matmul of every layer computes with its vec_dot for this
@@ -363,7 +372,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 #pragma omp for schedule(dynamic, 1)
                 for (int t = 0; t < T; t++) {
                     qkv_finish(c, l, t, &rope, pos);
-                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq);
+                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq, false);
                     o.quantize(c->att + (size_t)t * QD, xq + (size_t)t * o.row_bytes, QD);
                 }
             } else {
@@ -371,7 +380,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 for (int t = 0; t < T; t++) qkv_finish(c, l, t, &rope, pos);
                 #pragma omp for collapse(2) schedule(static)
                 for (int t = 0; t < T; t++)
-                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq);
+                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq, false);
                 #pragma omp for schedule(static)
                 for (int t = 0; t < T; t++)
                     o.quantize(c->att + (size_t)t * QD, xq + (size_t)t * o.row_bytes, QD);

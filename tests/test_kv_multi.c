@@ -1,0 +1,117 @@
+/* test_kv_multi.c - kv_ops.h's several-query kernels (qk_i8_multi,
+ * pv_i8_multi): every query's result bit-identical to the one-query
+ * reference kernels, for row counts across the 16-row blocks and the
+ * 2-row chains, query counts across the kernels' groups, and extreme
+ * bytes; nothing written outside the results. */
+#include <math.h>
+#include <string.h>
+
+#include "quant/cpu.h"
+#include "quant/kv_ops.h"
+#include "test.h"
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+static float frand(uint64_t *s) { return (float)(rnd(s) % 1000000) / 1000000.0f; }
+
+static int same_bits(float a, float b) { return !memcmp(&a, &b, sizeof a); }
+
+enum { D = 64, MAXN = 300, MAXQ = 11, PAD = 16 };
+
+/* kind 0: random; 1: extremes (-128/127 bytes); 2: all K/V bytes -128,
+ * queries 127; 3: zeros in q and p */
+static int8_t byte_of(uint64_t *s, int kind, int is_q)
+{
+    switch (kind) {
+    case 1: return rnd(s) & 1 ? 127 : -128;
+    case 2: return is_q ? 127 : -128;
+    case 3: return is_q && rnd(s) % 3 ? 0 : (int8_t)(rnd(s) & 0xff);
+    default: return (int8_t)(rnd(s) & 0xff);
+    }
+}
+
+static void check_set(const char *name, const qt_kv_ops *ops)
+{
+    const qt_kv_ops *ref = qt_kv_ref();
+    static int8_t k[MAXN * 80], v[MAXN * 80], q[MAXQ * D];
+    static float kd[MAXN * 2], vd[MAXN * 2], qd[MAXQ], s[MAXQ * (MAXN + PAD)], want[MAXN], p[MAXQ * (MAXN + PAD)],
+        p1[MAXN], out[MAXQ * (D + PAD)], o1[D];
+    uint64_t seed = 21;
+    char title[96];
+    const int ns[] = {1, 2, 3, 15, 16, 17, 31, 33, 64, 100, 255, 300};
+    const int ldks[] = {D, 80};
+
+    if (ops->qk_i8_multi) {
+        snprintf(title, sizeof title, "%s/qk_i8_multi", name);
+        TEST_BEGIN(title);
+        for (int kind = 0; kind < 4; kind++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                for (int nq = 1; nq <= MAXQ; nq += (nq < 9 ? 1 : 2))
+                    for (int li = 0; li < 2; li++) {
+                        const int n = ns[ni], ldk = ldks[li], ld_s = n + PAD;
+                        for (int i = 0; i < n * ldk; i++) k[i] = byte_of(&seed, kind, 0);
+                        for (int i = 0; i < nq * D; i++) q[i] = byte_of(&seed, kind, 1);
+                        for (int r = 0; r < n; r++) kd[r] = frand(&seed) * 0.05f;
+                        for (int h = 0; h < nq; h++) qd[h] = frand(&seed) * 0.01f;
+                        for (int i = 0; i < nq * ld_s; i++) s[i] = 7.0f;
+                        ops->qk_i8_multi(n, D, nq, q, qd, k, ldk, kd, 1, s, ld_s);
+                        for (int h = 0; h < nq; h++) {
+                            ref->qk_i8(n, D, q + h * D, qd[h], k, ldk, kd, 1, NULL, want);
+                            for (int r = 0; r < n; r++)
+                                CHECK(same_bits(s[h * ld_s + r], want[r]), "kind %d n=%d nq=%d ldk=%d h=%d r=%d: %.9g vs %.9g",
+                                      kind, n, nq, ldk, h, r, s[h * ld_s + r], want[r]);
+                            for (int r = n; r < ld_s; r++)
+                                CHECK(s[h * ld_s + r] == 7.0f, "n=%d nq=%d h=%d: wrote past the row at %d", n, nq, h, r);
+                        }
+                    }
+        TEST_END();
+    }
+
+    if (ops->pv_i8_multi) {
+        snprintf(title, sizeof title, "%s/pv_i8_multi", name);
+        TEST_BEGIN(title);
+        for (int kind = 0; kind < 4; kind++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                for (int nq = 1; nq <= MAXQ; nq += (nq < 9 ? 1 : 2))
+                    for (int lds = 1; lds <= 2; lds++) {
+                        const int n = ns[ni], ldv = ldks[lds - 1], ld_p = n + PAD, ld_o = D + PAD;
+                        for (int i = 0; i < n * ldv; i++) v[i] = byte_of(&seed, kind, 0);
+                        for (int r = 0; r < n * lds; r++) vd[r] = frand(&seed) * 0.05f;
+                        for (int i = 0; i < nq * ld_p; i++) p[i] = kind == 3 && rnd(&seed) % 4 == 0 ? 0.0f : frand(&seed);
+                        for (int i = 0; i < nq * ld_o; i++) out[i] = 7.0f;
+                        float keep[MAXQ][MAXN];
+                        for (int h = 0; h < nq; h++) memcpy(keep[h], p + h * ld_p, sizeof(float) * (size_t)n);
+                        ops->pv_i8_multi(n, D, nq, v, ldv, vd, lds, p, ld_p, out, ld_o);
+                        for (int h = 0; h < nq; h++) {
+                            memcpy(p1, keep[h], sizeof(float) * (size_t)n);
+                            ref->pv_i8(n, D, v, ldv, vd, lds, NULL, p1, o1);
+                            for (int e = 0; e < D; e++)
+                                CHECK(same_bits(out[h * ld_o + e], o1[e]), "kind %d n=%d nq=%d lds=%d h=%d e=%d: %.9g vs %.9g",
+                                      kind, n, nq, lds, h, e, out[h * ld_o + e], o1[e]);
+                            for (int e = D; e < ld_o; e++)
+                                CHECK(out[h * ld_o + e] == 7.0f, "n=%d nq=%d h=%d: wrote past the output at %d", n, nq, h, e);
+                        }
+                    }
+        TEST_END();
+    }
+}
+
+int main(void)
+{
+#if defined(__x86_64__)
+    const struct { qt_isa isa; const char *name; const qt_kv_ops *ops; } sets[] = {
+        {QT_ISA_AVX512, "kv_avx512", &qt_kv_avx512}, {QT_ISA_AVX512_VNNI, "kv_avx512-vnni", &qt_kv_avx512_vnni}};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        if (qt_isa_supported(qt_cpu(), sets[i].isa))
+            check_set(sets[i].name, sets[i].ops);
+        else
+            printf("SKIP %s: CPU lacks it\n", sets[i].name);
+#endif
+    /* the set this CPU uses, whichever it is (NULL members: none) */
+    check_set("kv_active", qt_kv());
+    TEST_EXIT();
+}
