@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "quant/f32ops.h"
 #include "quant/fp16.h"
 
 /* Elementwise work of a whole prompt batch is split across the threads
@@ -13,14 +14,22 @@
 
 void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n, float eps)
 {
+    /* Float squares summed in double in element order, as ggml does: a
+     * chain of dependent adds, so four tokens' chains go side by side. */
+    enum { TOK = 4 };
     #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n >= PAR_MIN)
-    for (int t = 0; t < n_tokens; t++) {
-        const float *xr = x + (int64_t)t * n;
-        float *o = out + (int64_t)t * n;
-        double ss = 0.0; /* float squares summed in double, as ggml does */
-        for (int i = 0; i < n; i++) ss += (double)(xr[i] * xr[i]);
-        const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
-        for (int i = 0; i < n; i++) o[i] = xr[i] * scale * w[i];
+    for (int t0 = 0; t0 < n_tokens; t0 += TOK) {
+        const int nt = n_tokens - t0 < TOK ? n_tokens - t0 : TOK;
+        double ss[TOK] = {0.0, 0.0, 0.0, 0.0};
+        const float *xr[TOK];
+        for (int j = 0; j < TOK; j++) xr[j] = x + (int64_t)(t0 + (j < nt ? j : 0)) * n;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < TOK; j++) ss[j] += (double)(xr[j][i] * xr[j][i]);
+        for (int j = 0; j < nt; j++) {
+            float *o = out + (int64_t)(t0 + j) * n;
+            const float scale = 1.0f / sqrtf((float)(ss[j] / n) + eps);
+            for (int i = 0; i < n; i++) o[i] = xr[j][i] * scale * w[i];
+        }
     }
 }
 
@@ -62,14 +71,10 @@ void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int h
 void gl_swiglu(float *g, const float *u, int64_t n)
 {
     /* ggml_vec_swiglu_f32: vector exp on 16-wide chunks, libm on the tail */
+    const qt_f32_ops *ops = qt_f32();
+    void (*const sw16)(float *, const float *) = ops->swiglu16 ? ops->swiglu16 : qt_f32_ref()->swiglu16;
     #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (int64_t c = 0; c < n / 16; c++) {
-        const int64_t i = 16 * c;
-        float e[16];
-        for (int l = 0; l < 16; l++) e[l] = 0.0f - g[i + l];
-        gl_expf16(e, e);
-        for (int l = 0; l < 16; l++) g[i + l] = g[i + l] / (1.0f + e[l]) * u[i + l];
-    }
+    for (int64_t c = 0; c < n / 16; c++) sw16(g + 16 * c, u + 16 * c);
     for (int64_t i = n / 16 * 16; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 

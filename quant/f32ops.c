@@ -98,8 +98,16 @@ static void ref_softmax(float *x, int n)
     for (i = 0; i < n; i++) x[i] *= inv;
 }
 
+static void ref_swiglu16(float *g, const float *u)
+{
+    float e[16];
+    for (int l = 0; l < 16; l++) e[l] = 0.0f - g[l];
+    ref_exp16(e, e);
+    for (int l = 0; l < 16; l++) g[l] = g[l] / (1.0f + e[l]) * u[l];
+}
+
 static const qt_f32_ops ref_ops = {.name = "scalar", .dot = ref_dot, .pv = ref_pv, .exp16 = ref_exp16,
-                                   .softmax = ref_softmax};
+                                   .softmax = ref_softmax, .swiglu16 = ref_swiglu16};
 
 const qt_f32_ops *qt_f32_ref(void) { return &ref_ops; }
 

@@ -30,6 +30,9 @@ typedef struct qt_f32_ops {
      * in 16s with the tail by expf, each 16's qt_reduce16 summed in
      * double, times the float reciprocal).  NULL: use the reference's. */
     void (*softmax)(float *x, int n);
+    /* g[i] = g[i] / (1 + exp(0 - g[i])) * u[i] for 16 values, exp being
+     * exp16's (ggml's vector SwiGLU).  NULL: the reference's. */
+    void (*swiglu16)(float *g, const float *u);
 } qt_f32_ops;
 
 /* The reference (scalar) set and the one chosen for this CPU. */

@@ -124,7 +124,15 @@ static void softmax(float *x, int n)
     for (int i = n16; i < n; i++) x[i] *= inv;
 }
 
-const qt_f32_ops qt_f32_avx512 = {.name = "avx512", .dot = dot, .pv = pv, .exp16 = exp16, .softmax = softmax};
+static void swiglu16(float *g, const float *u)
+{
+    const __m512 x = _mm512_loadu_ps(g);
+    const __m512 e = expv(_mm512_sub_ps(_mm512_setzero_ps(), x));
+    _mm512_storeu_ps(g, _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), _mm512_loadu_ps(u)));
+}
+
+const qt_f32_ops qt_f32_avx512 = {.name = "avx512", .dot = dot, .pv = pv, .exp16 = exp16, .softmax = softmax,
+                                  .swiglu16 = swiglu16};
 
 #else
 typedef int qt_x86_avx512_f32_unused;
