@@ -36,6 +36,7 @@
 typedef struct panel {
     __m512i u[64];   /* quant bytes 4i..4i+3 of each row (Q2_K: times the sub-block scale) */
     __m512i sc[8];   /* Q4_K: each row's scale of sub-block j */
+    __m512 scf[8];   /* the same as floats */
     __m512i mins[8]; /* int16 pairs (m_2i, m_2i+1); Q4_K uses 4 */
     __m512 d, dmin;
 } panel;
@@ -88,6 +89,7 @@ static void pack_q4_K(panel *p, const uint8_t *blk, size_t stride)
         m[j + 4] = _mm512_or_si512(_mm512_srli_epi32(byte_of(s2, j), 4), hm);
     }
     for (int g = 0; g < 4; g++) p->mins[g] = pair16(m[2 * g], m[2 * g + 1]);
+    for (int j = 0; j < 8; j++) p->scf[j] = _mm512_cvtepi32_ps(p->sc[j]);
 }
 
 static void pack_q2_K(panel *p, const uint8_t *blk, size_t stride)
@@ -122,7 +124,7 @@ static void pack_q2_K(panel *p, const uint8_t *blk, size_t stride)
 /* Adds one super-block of `nc` columns (y: their blocks, y_stride apart)
  * to acc (in s) and accm (in sm, 16 floats per column). */
 INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm, const int vnni, const uint8_t *y,
-                    size_t y_stride, float *s, size_t ldo, float *sm)
+                    size_t y_stride, const uint32_t *pairs, size_t pairs_stride, float *s, size_t ldo, float *sm)
 {
     const qt_block_q8_K *yb[NC];
     __m512 acc[NC], accm[NC], d[NC], dm[NC];
@@ -139,9 +141,12 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
     }
     for (int g = 0; g < (q4k ? 4 : 2); g++) {
         __m512i is[NC], im[NC];
+        __m512 isf[NC];
         if (q4k) {
-#pragma GCC unroll 4
-            for (int c = 0; c < nc; c++) is[c] = _mm512_setzero_si512();
+            /* Σ sc·dot of the group's two sub-blocks in float: each
+             * product (|dot| <= 32·15·127, sc <= 63) and their sum stay
+             * below 2^24, so both are exact and equal the integer sum the
+             * reference converts, without vpmulld's two uops each */
             for (int h = 0; h < 2; h++) {
                 const int j = 2 * g + h;
                 __m512i dot[NC];
@@ -154,15 +159,14 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
                     for (int c = 0; c < nc; c++) dot[c] = dot4_bcast(dot[c], u, yb[c]->qs + 32 * j + 4 * k, vnni);
                 }
 #pragma GCC unroll 4
-                for (int c = 0; c < nc; c++) is[c] = _mm512_add_epi32(is[c], _mm512_mullo_epi32(dot[c], p->sc[j]));
+                for (int c = 0; c < nc; c++)
+                    isf[c] = h ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c]), p->scf[j], isf[c])
+                               : _mm512_mul_ps(_mm512_cvtepi32_ps(dot[c]), p->scf[j]);
             }
+            /* the mins' bsum pairs, formed once per matmul (prep) */
 #pragma GCC unroll 4
-            for (int c = 0; c < nc; c++) {
-                const int16_t b0 = (int16_t)(yb[c]->bsums[4 * g] + yb[c]->bsums[4 * g + 1]);
-                const int16_t b1 = (int16_t)(yb[c]->bsums[4 * g + 2] + yb[c]->bsums[4 * g + 3]);
-                const uint32_t pair = (uint16_t)b0 | (uint32_t)(uint16_t)b1 << 16;
-                im[c] = _mm512_madd_epi16(p->mins[g], _mm512_set1_epi32((int)pair));
-            }
+            for (int c = 0; c < nc; c++)
+                im[c] = _mm512_madd_epi16(p->mins[g], _mm512_set1_epi32((int)pairs[c * pairs_stride + g]));
         } else {
             /* two chains per column, so that vpdpbusd's latency overlaps */
             __m512i e[NC], o[NC];
@@ -191,10 +195,10 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
 #pragma GCC unroll 4
         for (int c = 0; c < nc; c++) {
             if (gemm) {
-                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[c]), d[c], acc[c]);
+                acc[c] = _mm512_fmadd_ps(q4k ? isf[c] : _mm512_cvtepi32_ps(is[c]), d[c], acc[c]);
                 accm[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im[c]), dm[c], accm[c]);
             } else {
-                ist[c] = _mm512_add_epi32(ist[c], is[c]);
+                ist[c] = _mm512_add_epi32(ist[c], q4k ? _mm512_cvtps_epi32(isf[c]) : is[c]);
                 imt[c] = _mm512_add_epi32(imt[c], im[c]);
             }
         }
@@ -211,8 +215,9 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
 }
 
 INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                  const void *y, size_t y_stride, const int q4k, const int vnni)
+                  const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k, const int vnni)
 {
+    const size_t ps = aux_stride / sizeof(uint32_t);
     const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
     alignas(64) panel p;
     alignas(64) float sm[CHUNK * 16];
@@ -232,18 +237,21 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
             else
                 pack_q2_K(&p, blk, w_stride);
             const uint8_t *yb = yc + (size_t)b * sizeof(qt_block_q8_K);
+            const uint32_t *pairs = q4k ? (const uint32_t *)aux + 4 * b : NULL;
             int c = 0;
             for (; nch - c >= NC; c += NC)
-                columns(&p, NC, q4k, gemm, vnni, yb + c * y_stride, y_stride, sc + c * ldo, ldo, sm + 16 * c);
+                columns(&p, NC, q4k, gemm, vnni, yb + c * y_stride, y_stride, pairs + (c0 + c) * ps, ps, sc + c * ldo,
+                        ldo, sm + 16 * c);
             for (; c < nch; c++)
-                columns(&p, 1, q4k, gemm, vnni, yb + c * y_stride, y_stride, sc + c * ldo, ldo, sm + 16 * c);
+                columns(&p, 1, q4k, gemm, vnni, yb + c * y_stride, y_stride, pairs + (c0 + c) * ps, ps, sc + c * ldo,
+                        ldo, sm + 16 * c);
         }
         for (int c = 0; c < nch; c++)
             _mm512_storeu_ps(sc + c * ldo, _mm512_sub_ps(_mm512_loadu_ps(sc + c * ldo), _mm512_load_ps(sm + 16 * c)));
     }
 }
 
-/* Q8_K carries its scale as f32 and its bsums: no side data. */
+/* Q2_K: Q8_K carries its scale as f32 and its bsums: no side data. */
 static size_t aux_none(int n)
 {
     (void)n;
@@ -255,21 +263,37 @@ static void prep_none(int n, void *aux, const void *y)
     (void)n, (void)aux, (void)y;
 }
 
-#define WIDE_K(name, q4k, vnni)                                                                            \
+/* Q4_K: per super-block and group g, the int16 pair (b0, b1) the mins
+ * multiply, b0 = bsums 4g + 4g+1 and b1 = bsums 4g+2 + 4g+3 wrapped to
+ * int16 as the reference forms them; the kernel broadcasts it. */
+static size_t aux_q4_K(int n) { return (size_t)(n / QT_QK_K) * 4 * sizeof(uint32_t); }
+
+static void prep_q4_K(int n, void *aux, const void *y)
+{
+    const qt_block_q8_K *yb = y;
+    uint32_t *pairs = aux;
+    for (int b = 0; b < n / QT_QK_K; b++)
+        for (int g = 0; g < 4; g++) {
+            const int16_t b0 = (int16_t)(yb[b].bsums[4 * g] + yb[b].bsums[4 * g + 1]);
+            const int16_t b1 = (int16_t)(yb[b].bsums[4 * g + 2] + yb[b].bsums[4 * g + 3]);
+            pairs[4 * b + g] = (uint16_t)b0 | (uint32_t)(uint16_t)b1 << 16;
+        }
+}
+
+#define WIDE_K(name, q4k, vnni, aux_bytes, prep)                                                           \
     static void run_##name(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, \
                            const void *y, size_t y_stride, const void *aux, size_t aux_stride)                \
     {                                                                                                      \
-        (void)aux, (void)aux_stride;                                                                       \
         if (gemm)                                                                                          \
-            run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, q4k, vnni);                               \
+            run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, q4k, vnni);              \
         else                                                                                               \
-            run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, q4k, vnni);                               \
+            run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, q4k, vnni);              \
     }                                                                                                      \
-    const qt_rp_wide qt_rp_wide_##name = {aux_none, prep_none, run_##name};
+    const qt_rp_wide qt_rp_wide_##name = {aux_bytes, prep, run_##name};
 
-WIDE_K(q4_K_avx512, 1, 0)
-WIDE_K(q4_K_avx512_vnni, 1, 1)
-WIDE_K(q2_K_avx512, 0, 0)
-WIDE_K(q2_K_avx512_vnni, 0, 1)
+WIDE_K(q4_K_avx512, 1, 0, aux_q4_K, prep_q4_K)
+WIDE_K(q4_K_avx512_vnni, 1, 1, aux_q4_K, prep_q4_K)
+WIDE_K(q2_K_avx512, 0, 0, aux_none, prep_none)
+WIDE_K(q2_K_avx512_vnni, 0, 1, aux_none, prep_none)
 
 #endif
