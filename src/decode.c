@@ -451,6 +451,8 @@ static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32
         gl_rope_apply(c->q, pos, T, hp->n_head, hp->head_dim, &rope);
         gl_rope_apply(c->k, pos, T, hp->n_head_kv, hp->head_dim, &rope);
         if (a->scale_q) gl_scale(c->q, hp->attn_scale, (int64_t)T * QD);
+        /* a prompt's tokens go to distinct cells: quantized in parallel */
+        #pragma omp parallel for schedule(static) if (T >= 64) num_threads(c->n_threads)
         for (int t = 0; t < T; t++)
             qlm_kv_store(&c->kv, l, c->cells[t], c->k + (size_t)t * KD, c->v + (size_t)t * KD);
         attention(c, l, T, pos, seq);                               /* [T][QD] */
