@@ -153,7 +153,7 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
 /* nr rows x nt tiles (constants) of one block: the integer sums, then the
  * reference's float steps into acc[i][t]. */
 INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[2], __m512 acc[GROUP][MAX_TILES], int t0,
-                        const int nr, const int nt, const int span)
+                        const int nr, const int nt, const int span, const int small)
 {
     __m512i is[GROUP][2];
 #pragma GCC unroll 4
@@ -182,9 +182,13 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[2], __m512 ac
         }
 #pragma GCC unroll 4
         for (int i = 0; i < nr; i++) {
-            const __m512i sc = _mm512_set1_epi32(wb[i].sc[j]);
+            /* small: |sj| <= 16·7·128 fits int16, so vpmaddwd with the
+             * scale in the low half of each lane (high half 0) gives the
+             * exact product in one uop where vpmulld takes two */
+            const __m512i sc = _mm512_set1_epi32(small ? wb[i].sc[j] & 0xffff : wb[i].sc[j]);
 #pragma GCC unroll 2
-            for (int t = 0; t < nt; t++) is[i][t] = _mm512_add_epi32(is[i][t], _mm512_mullo_epi32(sj[i][t], sc));
+            for (int t = 0; t < nt; t++)
+                is[i][t] = _mm512_add_epi32(is[i][t], small ? _mm512_madd_epi16(sj[i][t], sc) : _mm512_mullo_epi32(sj[i][t], sc));
         }
     }
 #pragma GCC unroll 2
@@ -211,20 +215,24 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[2], __m512 ac
 
 /* span: 16-element sums per scale (2 for Q4_K and Q5_K, whose scales
  * cover 32 elements: half the scale multiplies). */
-#define BLOCK_TILES(nr, nt, span)                                                                                  \
-    static void block_tiles_##nr##_##nt##_##span(const wblock *wb, const uint8_t *const blk[2],                  \
-                                                 __m512 acc[GROUP][MAX_TILES], int t0)                           \
+#define BLOCK_TILES(nr, nt, span, small)                                                                           \
+    static void block_tiles_##nr##_##nt##_##span##_##small(const wblock *wb, const uint8_t *const blk[2],        \
+                                                           __m512 acc[GROUP][MAX_TILES], int t0)                 \
     {                                                                                                            \
-        block_tiles(wb, blk, acc, t0, nr, nt, span);                                                             \
+        block_tiles(wb, blk, acc, t0, nr, nt, span, small);                                                      \
     }
-BLOCK_TILES(1, 1, 1)
-BLOCK_TILES(1, 2, 1)
-BLOCK_TILES(4, 1, 1)
-BLOCK_TILES(4, 2, 1)
-BLOCK_TILES(1, 1, 2)
-BLOCK_TILES(1, 2, 2)
-BLOCK_TILES(4, 1, 2)
-BLOCK_TILES(4, 2, 2)
+BLOCK_TILES(1, 1, 1, 0)
+BLOCK_TILES(1, 2, 1, 0)
+BLOCK_TILES(4, 1, 1, 0)
+BLOCK_TILES(4, 2, 1, 0)
+BLOCK_TILES(1, 1, 2, 0)
+BLOCK_TILES(1, 2, 2, 0)
+BLOCK_TILES(4, 1, 2, 0)
+BLOCK_TILES(4, 2, 2, 0)
+BLOCK_TILES(1, 1, 1, 1)
+BLOCK_TILES(1, 2, 1, 1)
+BLOCK_TILES(4, 1, 1, 1)
+BLOCK_TILES(4, 2, 1, 1)
 #undef BLOCK_TILES
 
 typedef void (*block_tiles_fn)(const wblock *, const uint8_t *const[2], __m512[GROUP][MAX_TILES], int);
@@ -235,10 +243,13 @@ void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, i
     const int nb = n / QT_QK_K;
     const size_t wbytes = qt_get(type)->type_size;
     const size_t tile_bytes = (size_t)nb * BLOCK_BYTES;
-    static const block_tiles_fn fns[2][2][2] = {
-        {{block_tiles_1_1_1, block_tiles_1_2_1}, {block_tiles_4_1_1, block_tiles_4_2_1}},
-        {{block_tiles_1_1_2, block_tiles_1_2_2}, {block_tiles_4_1_2, block_tiles_4_2_2}}};
-    const int wide = type == QT_Q4_K || type == QT_Q5_K;
+    /* [kind]: 0 scales per 16 elements, 1 per 32 (Q4_K, Q5_K), 2 per 16
+     * with quants below 8 (Q2_K, Q3_K: 16-element sums fit int16) */
+    static const block_tiles_fn fns[3][2][2] = {
+        {{block_tiles_1_1_1_0, block_tiles_1_2_1_0}, {block_tiles_4_1_1_0, block_tiles_4_2_1_0}},
+        {{block_tiles_1_1_2_0, block_tiles_1_2_2_0}, {block_tiles_4_1_2_0, block_tiles_4_2_2_0}},
+        {{block_tiles_1_1_1_1, block_tiles_1_2_1_1}, {block_tiles_4_1_1_1, block_tiles_4_2_1_1}}};
+    const int wide = type == QT_Q4_K || type == QT_Q5_K ? 1 : type == QT_Q2_K || type == QT_Q3_K ? 2 : 0;
     /* Passes of up to MAX_TILES tiles (the caller's are no wider) keep the
      * float accumulators of a row group in one array. */
     for (int c0 = 0; c0 < ncols; c0 += MAX_TILES * QT_TILE_COLS) {
