@@ -186,9 +186,16 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
                 is[c] = _mm512_add_epi32(e[c], o[c]);
                 im[c] = _mm512_setzero_si512();
                 for (int i = 4 * g; i < 4 * g + 4; i++) {
-                    int32_t pair;
-                    memcpy(&pair, yb[c]->bsums + 2 * i, sizeof pair);
-                    im[c] = _mm512_add_epi32(im[c], _mm512_madd_epi16(p->mins[i], _mm512_set1_epi32(pair)));
+                    /* vpdpwssd: the pair products and their add in one uop */
+                    if (vnni)
+                        __asm__("%{evex%} vpdpwssd %2%{1to16%}, %1, %0"
+                                : "+v"(im[c])
+                                : "v"(p->mins[i]), "m"(*(const int32_t *)(yb[c]->bsums + 2 * i)));
+                    else {
+                        int32_t pair;
+                        memcpy(&pair, yb[c]->bsums + 2 * i, sizeof pair);
+                        im[c] = _mm512_add_epi32(im[c], _mm512_madd_epi16(p->mins[i], _mm512_set1_epi32(pair)));
+                    }
                 }
             }
         }
