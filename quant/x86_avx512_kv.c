@@ -11,6 +11,7 @@
 #include "f32ops.h"
 #include "fp16.h"
 #include "kv_ops.h"
+#include "x86_avx512_wide.h"
 
 #define INLINE static inline __attribute__((always_inline))
 #define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
@@ -227,35 +228,20 @@ INLINE __m512i dot64_bcast(__m512i acc, const __m512i u[16], const int8_t *q)
     return acc;
 }
 
-/* rows r0..r0+15 of k (rows past n repeat row n - 1) in row-per-lane
- * form, +128 */
+/* rows r0..r0+15 of k in row-per-lane form, +128; past row n - 1 the
+ * lanes hold copies of it (their scores are not stored) */
 INLINE void k_lanes(const int8_t *k, int64_t ldk, int r0, int n, __m512i u[16])
 {
-    __m512i a[16], t[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++) a[i] = _mm512_loadu_si512(k + (int64_t)(r0 + i < n ? r0 + i : n - 1) * ldk);
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]);
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        a[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        a[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        a[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        a[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    if (r0 + 16 <= n) {
+        load16x16((const uint8_t *)(k + (int64_t)r0 * ldk), (size_t)ldk, u);
+    } else {
+        int8_t rows[16][64];
+        for (int i = 0; i < 16; i++) memcpy(rows[i], k + (int64_t)(r0 + i < n ? r0 + i : n - 1) * ldk, 64);
+        load16x16((const uint8_t *)rows, 64, u);
     }
     const __m512i flip = _mm512_set1_epi8((char)0x80);
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-        const __m512i lo01 = _mm512_shuffle_i32x4(a[j], a[4 + j], 0x44), lo23 = _mm512_shuffle_i32x4(a[8 + j], a[12 + j], 0x44);
-        const __m512i hi01 = _mm512_shuffle_i32x4(a[j], a[4 + j], 0xee), hi23 = _mm512_shuffle_i32x4(a[8 + j], a[12 + j], 0xee);
-        u[j] = _mm512_xor_si512(_mm512_shuffle_i32x4(lo01, lo23, 0x88), flip);
-        u[4 + j] = _mm512_xor_si512(_mm512_shuffle_i32x4(lo01, lo23, 0xdd), flip);
-        u[8 + j] = _mm512_xor_si512(_mm512_shuffle_i32x4(hi01, hi23, 0x88), flip);
-        u[12 + j] = _mm512_xor_si512(_mm512_shuffle_i32x4(hi01, hi23, 0xdd), flip);
-    }
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) u[j] = _mm512_xor_si512(u[j], flip);
 }
 
 static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,

@@ -1,5 +1,6 @@
 /* x86_avx512_wide.h - what the wide repack kernels (repack.h) share: one
- * int32 lane per weight row.  Included only by quant/x86_avx512_repack*.c,
+ * int32 lane per weight row (the int8 attention kernels use the same
+ * transposes for K rows).  Included only by quant/x86_avx512_*.c files
  * compiled with the AVX-512 flags; as in x86_avx512.c, vpdpbusd is inline
  * asm behind a constant `vnni`, so those files never need -mavx512vnni. */
 #ifndef QLM_QT_X86_AVX512_WIDE_H
