@@ -147,14 +147,15 @@ typedef struct qlm_spec_adapt {
     double beta;        /* extra cost of one more verify entry, in plain decodes */
     double t_draft;     /* ms per drafted token; 0 until measured */
     double draft_prior; /* until then: t_draft / t_plain guessed by the drafter */
-    double spec_ms, spec_tok; /* decayed sums over recent rounds: time, tokens generated */
     double bank;        /* ms speculation may still lose (can go below 0) */
     double probe_cost;  /* ms a probe costs beyond plain decoding (EMA); 0 until measured */
-    int rounds;         /* speculative rounds since the last pause */
     int off_left;       /* plain tokens left in the current pause */
     int pause;          /* length of the next pause */
     int n_pauses;
     int n_failed;       /* probes in a row that accepted nothing */
+    int since_round;    /* plain decodes since the last round: what a draft model catches up on */
+    bool tried;         /* a round ran: the model's priors no longer decide alone */
+    bool last_full;     /* the last round accepted all its drafts */
     bool after_pause;   /* a pause ended: the next round probes, when the bank allows */
     bool probing;       /* the next round is a probe (k_min drafts, whatever the model says) */
 } qlm_spec_adapt;

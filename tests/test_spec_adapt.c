@@ -85,7 +85,7 @@ static result run(const sim *s, int n)
         r.rounds++;
         r.drafted += k;
         done += gen;
-        lag = 1; /* the replacement or bonus token */
+        lag = acc == k ? 2 : 1; /* the last draft and the bonus token, or the replacement */
     }
     return r;
 }
