@@ -125,7 +125,8 @@ int qlm_spec_adapt_length(qlm_spec_adapt *a, int k_min, int k_max)
         for (int k = k_min; k <= k_max; k++) {
             /* expected tokens of a round: accepted run plus the final one */
             const double tokens = al >= 1 ? k + 1 : (1 - pow(al, k + 1)) / (1 - al);
-            const double cost = (k + a->beta * pow(al, k)) * draft_ms_per_token(a) + a->t_plain * (1 + a->beta * k);
+            const double cost =
+                (k + a->beta * pow(al, k)) * draft_ms_per_token(a) + a->t_plain * (1 + a->beta * k);
             if (tokens / cost > best_rate) {
                 best_rate = tokens / cost;
                 best = k;
