@@ -35,6 +35,7 @@ typedef struct result {
     double ms[2];  /* simulated time before and after token `at` */
     int tok[2];    /* tokens generated there */
     int rounds, drafted, plain;
+    int at[16];    /* the token count when each of the first 16 rounds started */
 } result;
 
 static uint64_t rng_state;
@@ -80,6 +81,7 @@ static result run(const sim *s, int n)
         while (acc < k && unit() < alpha) acc++;
         const int gen = acc + 1 < n - done ? acc + 1 : n - done;
         qlm_spec_adapt_round(&a, k, acc, acc < k, draft_ms, verify_ms, gen);
+        if (r.rounds < 16) r.at[r.rounds] = done;
         r.ms[part] += draft_ms + verify_ms;
         r.tok[part] += gen;
         r.rounds++;
@@ -139,8 +141,7 @@ static void costly_probes_wait(void)
 
 /* A nearly free drafter (prompt lookup) that never matches: its probes
  * cost little, so the account alone would let it probe every ~15 tokens;
- * the back-off after failed probes must keep rounds rare.  Fails if pause
- * lengths stop doubling. */
+ * the back-off after failed probes must keep rounds rare. */
 static void cheap_useless_backs_off(void)
 {
     TEST_BEGIN("adapt_cheap_useless_backs_off");
@@ -149,6 +150,23 @@ static void cheap_useless_backs_off(void)
     const result r = run(&s, n);
     CHECK(r.rounds * 100 < n / 2, "%d rounds in %d tokens (want under 0.5%%)", r.rounds, n);
     CHECK(slowdown_all(&r) <= 1.01, "%.3fx the plain time", slowdown_all(&r));
+    TEST_END();
+}
+
+/* Each probe that accepts nothing doubles the pause before the next: the
+ * gaps between a free useless drafter's rounds grow twofold (without the
+ * doubling they stay at 16 tokens until the give-up). */
+static void pauses_double(void)
+{
+    TEST_BEGIN("adapt_pauses_double");
+    const sim s = {.r = 0.0, .beta = 0.3, .k_min = 1, .k_max = 8, .at = 1 << 30};
+    const result r = run(&s, 2048);
+    CHECK(r.rounds >= 5, "%d rounds", r.rounds);
+    for (int i = 2; i + 1 < r.rounds && i < 4; i++) {
+        const int g0 = r.at[i] - r.at[i - 1], g1 = r.at[i + 1] - r.at[i];
+        CHECK(g1 >= 1.8 * g0, "gap %d after gap %d (rounds at %d, %d, %d)", g1, g0, r.at[i - 1], r.at[i],
+              r.at[i + 1]);
+    }
     TEST_END();
 }
 
@@ -224,6 +242,7 @@ int main(void)
     useless_draft_bounded();
     costly_probes_wait();
     cheap_useless_backs_off();
+    pauses_double();
     useless_given_up();
     good_draft_pays();
     costly_good_draft_found();
