@@ -53,66 +53,112 @@ void qlm_drafter_free(qlm_drafter *d)
  * t_plain * (1 + beta * k), and each drafted token is accepted with
  * probability alpha, so a round of k drafts yields (1 - alpha^(k+1)) /
  * (1 - alpha) tokens.  The draft length is the k with the most tokens per
- * millisecond; when no k beats plain decoding, or the measured time per
- * token of recent rounds is worse than plain, speculation pauses for a
- * stretch of plain tokens, twice as long after each pause that did not
- * end in a paying round, and then probes again. */
+ * millisecond; when no k beats plain decoding, speculation pauses for a
+ * stretch of plain tokens and then probes with the shortest draft.
+ *
+ * What bounds the loss is an account (bank): every token earns
+ * QLM_SPEC_LOSS_SHARE of a plain decode, every round pays what it cost
+ * beyond decoding its tokens plainly (a paying round earns).  A probe
+ * waits until the account covers its expected cost, measured on earlier
+ * probes: that includes what a draft model spends catching up on the
+ * paused stretch, which a useless draft pays at every probe.  On top,
+ * each probe that does not pay doubles the next pause, and after
+ * GIVE_UP probes in a row that accepted nothing the draft is left alone
+ * for PAUSE_MAX tokens: cheap drafters (lookup) are then not probed
+ * every few tokens just because the account could afford it. */
 #define PAUSE_MIN 16
 #define PAUSE_MAX 1024
+#define GIVE_UP 4
+/* the account starts with one plain decode's worth, holds at most 16 */
+#define BANK_START 1.0
+#define BANK_MAX 16.0
+/* before a probe is measured, a draft model is taken to catch up on
+ * this many tokens (drafters.c's CATCHUP_MAX) in a batch that costs what
+ * the target's verify batches do per entry */
+#define CATCHUP_GUESS 16
 #define EMA(x, v, w) ((x) = (x) > 0 ? (x) + (w) * ((v) - (x)) : (v))
 
 void qlm_spec_adapt_init(qlm_spec_adapt *a, double draft_prior)
 {
-    /* priors: acceptance 1/2, a verify entry costs 0.3 plain decodes (a
-     * batch of 8 on two cores costs about 3 single decodes) */
+    /* priors: acceptance 1/2, a verify entry costs 0.3 plain decodes
+     * (two entries cost ~1.25 plain decodes on one core, nine ~3) */
     *a = (qlm_spec_adapt){.acc = 1, .trials = 2, .beta = 0.3, .pause = PAUSE_MIN, .draft_prior = draft_prior};
 }
 
-/* A probe costs about one round's excess; pauses are long enough that
- * probing takes at most PROBE_SHARE of the time. */
-#define PROBE_SHARE 0.02
+static void bank_add(qlm_spec_adapt *a, double ms)
+{
+    a->bank += ms;
+    if (a->bank > BANK_MAX * a->t_plain) a->bank = BANK_MAX * a->t_plain;
+}
 
 static void adapt_pause(qlm_spec_adapt *a)
 {
-    int len = a->pause;
-    if (a->t_plain > 0 && a->excess / (PROBE_SHARE * a->t_plain) > len)
-        len = (int)(a->excess / (PROBE_SHARE * a->t_plain));
-    a->off_left = len < PAUSE_MAX ? len : PAUSE_MAX;
+    a->off_left = a->pause;
     a->pause = a->pause * 2 < PAUSE_MAX ? a->pause * 2 : PAUSE_MAX;
-    a->rounds = 0;
-    a->spec_ms = a->spec_tok = 0;
     a->after_pause = true;
     a->n_pauses++;
+}
+
+static double draft_ms_per_token(const qlm_spec_adapt *a)
+{
+    return a->t_draft > 0 ? a->t_draft : a->draft_prior * a->t_plain;
+}
+
+/* What a probe is expected to cost beyond plain decoding: measured on
+ * earlier probes after pauses, else drafting and verifying k_min tokens
+ * after a catch-up on the plain tokens since the last round. */
+static double probe_cost(const qlm_spec_adapt *a, int k_min)
+{
+    if (a->probe_cost > 0 && a->n_pauses > 0) return a->probe_cost;
+    const int m = a->since_round < CATCHUP_GUESS ? a->since_round : CATCHUP_GUESS;
+    return k_min * a->beta * a->t_plain + (k_min + a->beta * (m > 1 ? m - 1 : 0)) * draft_ms_per_token(a);
 }
 
 int qlm_spec_adapt_length(qlm_spec_adapt *a, int k_min, int k_max)
 {
     if (a->off_left > 0 || a->t_plain <= 0) return 0;
-    const double al = a->acc / a->trials;
-    int best = k_min;
-    double best_rate = -1;
-    for (int k = k_min; k <= k_max; k++) {
-        /* expected tokens of a round: accepted run plus the final one */
-        const double tokens = al >= 1 ? k + 1 : (1 - pow(al, k + 1)) / (1 - al);
-        const double t_draft = a->t_draft > 0 ? a->t_draft : a->draft_prior * a->t_plain;
-        const double cost = k * t_draft + a->t_plain * (1 + a->beta * k);
-        if (tokens / cost > best_rate) {
-            best_rate = tokens / cost;
-            best = k;
+    if (a->probing) return k_min;
+    if (!a->after_pause) {
+        const double al = a->acc / a->trials;
+        int best = k_min;
+        double best_rate = -1;
+        for (int k = k_min; k <= k_max; k++) {
+            /* expected tokens of a round: accepted run plus the final one */
+            const double tokens = al >= 1 ? k + 1 : (1 - pow(al, k + 1)) / (1 - al);
+            const double cost =
+                (k + a->beta * pow(al, k)) * draft_ms_per_token(a) + a->t_plain * (1 + a->beta * k);
+            if (tokens / cost > best_rate) {
+                best_rate = tokens / cost;
+                best = k;
+            }
         }
+        if (best_rate * a->t_plain >= 1.0 && a->bank >= 0) return best;
+        /* a drafter never tried is probed rather than judged on priors */
+        if (a->tried) {
+            adapt_pause(a);
+            return 0;
+        }
+        a->after_pause = true;
     }
-    /* the first round after a pause probes whatever the model predicts:
-     * only a measurement can tell that drafts got better */
-    if (best_rate * a->t_plain < 1.0 && !a->after_pause) {
-        adapt_pause(a);
+    /* only a measurement can tell that drafts got better, but a probe
+     * costs: wait until the account covers it */
+    const double cost = probe_cost(a, k_min);
+    if (a->bank < cost) {
+        a->off_left = (int)ceil((cost - a->bank) / (QLM_SPEC_LOSS_SHARE * a->t_plain));
         return 0;
     }
-    return best;
+    a->after_pause = false;
+    a->probing = true;
+    return k_min;
 }
 
 void qlm_spec_adapt_plain(qlm_spec_adapt *a, double ms)
 {
+    const bool first = a->t_plain <= 0;
     EMA(a->t_plain, ms, 0.2);
+    if (first) a->bank = BANK_START * a->t_plain;
+    bank_add(a, QLM_SPEC_LOSS_SHARE * ms);
+    a->since_round++;
     if (a->off_left > 0) a->off_left--;
 }
 
@@ -121,28 +167,47 @@ void qlm_spec_adapt_round(qlm_spec_adapt *a, int k, int accepted, bool rejected,
 {
     a->acc = 0.8 * a->acc + accepted;
     a->trials = 0.8 * a->trials + accepted + rejected;
-    if (a->t_plain > 0) {
-        const double b = (verify_ms / a->t_plain - 1) / k;
-        a->beta += 0.3 * ((b < 0 ? 0 : b) - a->beta);
-    }
-    if (a->t_plain > 0) {
-        const double x = draft_ms + verify_ms - generated * a->t_plain;
-        EMA(a->excess, x > 0 ? x : 1e-3, 0.5);
-    }
-    if (a->after_pause) {
-        /* a draft model caught up on the paused stretch: not its speed */
-        a->after_pause = false;
+    a->tried = true;
+    a->since_round = 0;
+    const bool full = a->last_full;
+    a->last_full = accepted == k;
+    if (a->t_plain <= 0) return;
+    const double b = (verify_ms / a->t_plain - 1) / k;
+    a->beta += 0.3 * ((b < 0 ? 0 : b) - a->beta);
+    /* what the round cost beyond decoding its tokens plainly */
+    const double loss = draft_ms + verify_ms - generated * a->t_plain;
+    bank_add(a, QLM_SPEC_LOSS_SHARE * generated * a->t_plain - loss);
+    if (a->probing) {
+        /* a draft model caught up on the paused stretch: not its speed,
+         * but what every probe costs */
+        a->probing = false;
+        if (a->n_pauses > 0) EMA(a->probe_cost, loss > 0 ? loss : 1e-3, 0.5);
+        if (loss <= 0) {
+            a->pause = PAUSE_MIN;
+            a->n_failed = 0;
+            return;
+        }
+        if (accepted > 0) {
+            a->n_failed = 0; /* the model decides next */
+            return;
+        }
+        if (++a->n_failed >= GIVE_UP) a->pause = PAUSE_MAX;
+        adapt_pause(a);
         return;
     }
-    EMA(a->t_draft, draft_ms / k, 0.3);
-    /* time per token over the last few rounds, weighted by tokens: one
-     * long accepted run pays for a couple of failed rounds */
-    a->spec_ms = 0.7 * a->spec_ms + draft_ms + verify_ms;
-    a->spec_tok = 0.7 * a->spec_tok + generated;
-    a->rounds++;
-    if (a->rounds < 3 || a->t_plain <= 0) return;
-    if (a->spec_ms / a->spec_tok > a->t_plain) adapt_pause(a);
-    else a->pause = PAUSE_MIN;
+    /* a draft model decodes about k tokens a round: what the last round
+     * added (two tokens in one batch, costing 1 + beta of one as the
+     * target's batches do, after a round that accepted everything), then
+     * k - 1 drafts on top of the first.  Measured as draft_ms / k, a
+     * draft that pays only at k = 1 would look 1 + beta times dearer. */
+    EMA(a->t_draft, draft_ms / (k + (full ? a->beta : 0)), 0.3);
+    /* the model pauses when acceptance drops; the account when the
+     * measured losses add up, whatever the model believes */
+    if (a->bank < 0) adapt_pause(a);
+    else if (loss < 0) {
+        a->pause = PAUSE_MIN;
+        a->n_failed = 0;
+    }
 }
 
 /* ---- the loop ---- */

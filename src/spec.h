@@ -134,20 +134,30 @@ int32_t qlm_spec_decide(qlm_spec_verifier *v, qlm_sampler *s, const float *logit
  * that run their own rounds (qlm batch keeps one per sequence): the draft
  * length that gives the most tokens per millisecond under a cost model
  * measured online, and pauses (plain decoding) when none beats plain.
- * Its decisions use only what happened before the round. */
+ * What speculation loses against plain decoding is kept on an account
+ * that earns QLM_SPEC_LOSS_SHARE of plain decoding's time per token; no
+ * probe starts without the account covering its expected cost, so a
+ * draft that never helps costs at most that share plus a few plain
+ * decodes' worth.  Its decisions use only what happened before the round. */
+#define QLM_SPEC_LOSS_SHARE 0.02
+
 typedef struct qlm_spec_adapt {
     double t_plain;     /* ms per plain decode (EMA); 0 until measured */
     double acc, trials; /* decayed counts: accepted drafts, accept/reject events */
     double beta;        /* extra cost of one more verify entry, in plain decodes */
     double t_draft;     /* ms per drafted token; 0 until measured */
     double draft_prior; /* until then: t_draft / t_plain guessed by the drafter */
-    double spec_ms, spec_tok; /* decayed sums over recent rounds: time, tokens generated */
-    int rounds;         /* speculative rounds since the last pause */
+    double bank;        /* ms speculation may still lose (can go below 0) */
+    double probe_cost;  /* ms a probe costs beyond plain decoding (EMA); 0 until measured */
     int off_left;       /* plain tokens left in the current pause */
     int pause;          /* length of the next pause */
     int n_pauses;
-    double excess;      /* ms a round costs beyond plain decoding of its tokens (EMA) */
-    bool after_pause;   /* the next round probes; its draft time includes catching up */
+    int n_failed;       /* probes in a row that accepted nothing */
+    int since_round;    /* plain decodes since the last round: what a draft model catches up on */
+    bool tried;         /* a round ran: the model's priors no longer decide alone */
+    bool last_full;     /* the last round accepted all its drafts */
+    bool after_pause;   /* a pause ended: the next round probes, when the bank allows */
+    bool probing;       /* the next round is a probe (k_min drafts, whatever the model says) */
 } qlm_spec_adapt;
 
 /* draft_prior: the drafter's rel_cost. */
