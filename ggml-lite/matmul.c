@@ -64,6 +64,25 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
     }
 }
 
+/* One token (decode), rows [0, n_wide) in the wide kernels' gemv: the
+ * column's prep is a few hundred bytes, done before the team starts (a
+ * barrier after it would make every thread wait for the last to wake);
+ * then threads take runs of groups as they come, large runs first
+ * (guided), so a thread that wakes late under a passive wait policy, or
+ * shares its core with another process, takes fewer groups instead of
+ * holding the others at the end.  Each output is one group's kernel call
+ * whoever makes it, so the split does not change the bits. */
+static void matmul_wide_one(const qt_rp_wide *wide, const gl_tensor *w, const uint8_t *xq, uint8_t *aux, float *y,
+                            int64_t n_wide)
+{
+    const int n_in = (int)w->ne[0];
+    wide->prep(n_in, aux, xq);
+    #pragma omp parallel for schedule(guided)
+    for (int64_t g = 0; g < n_wide / QT_RP_WIDE_ROWS; g++)
+        wide->run(n_in, 1, false, &y[g * QT_RP_WIDE_ROWS], (size_t)w->ne[1], gl_row(w, g * QT_RP_WIDE_ROWS),
+                  w->row_bytes, xq, 0, aux, 0);
+}
+
 /* Batches with tile kernels (quant/tiles.h): the activations are packed
  * once (tiles shared out among threads), then passes of TB_PASS columns,
  * each split into runs of TB_ROWS rows that threads take as they come:
@@ -184,7 +203,9 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
             const int n_gemm = each ? 0 : n_tokens - n_tokens % QT_RP_COLS;
             const qt_rp_wide *wide = qt_repack_wide(w->type);
             const int64_t n_wide = wide ? n_out - n_out % QT_RP_WIDE_ROWS : 0;
-            if (n_wide)
+            if (n_wide && n_tokens == 1)
+                matmul_wide_one(wide, w, xq, wide_aux(scratch, xq_row), y, n_wide);
+            else if (n_wide)
                 matmul_wide(wide, w, xq, xq_row, wide_aux(scratch, xq_row * (size_t)n_tokens), y, n_tokens, n_gemm,
                             n_wide);
             /* the last 8 rows when the wide kernels take 16 at a time */
@@ -226,9 +247,19 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
      * and several rows' chains in flight (qt_vec_dot_tile_fn): the same
      * bits, so gl_matmul_each may use it too.  Threads take TILE_ROWS rows
      * at a time, few enough to keep the split balanced. */
+    if (!tiny && tr->vec_dot_tile && n_tokens == 1) { /* runs taken as they come, as in matmul_wide_one */
+        #pragma omp parallel for schedule(guided)
+        for (int64_t g = 0; g < row_tiles(w); g++) rows_vec_dot(tr, w, xq, xq_row, y, 1, g);
+        return 0;
+    }
     if (!tiny && tr->vec_dot_tile) {
         #pragma omp parallel for schedule(static)
         for (int64_t g = 0; g < row_tiles(w); g++) rows_vec_dot(tr, w, xq, xq_row, y, n_tokens, g);
+        return 0;
+    }
+    if (n_tokens == 1) {
+        #pragma omp parallel for schedule(guided, 8)
+        for (int64_t r = 0; r < n_out; r++) dot((int)n_in, &y[r], gl_row(w, r), xq);
         return 0;
     }
     #pragma omp parallel for schedule(static)

@@ -201,7 +201,12 @@ INLINE void columns(const panel *p, int nb, const int nc, int b, float *s, size_
 }
 
 /* One column (gemv): the same work with no panel in between, since
- * nothing else reuses the unpacked weights. */
+ * nothing else reuses the unpacked weights.  The prefetch runs GEMV_AHEAD
+ * panels ahead, on into the next group of rows, so that no group starts
+ * waiting on memory. */
+#ifndef GEMV_AHEAD
+#define GEMV_AHEAD 3
+#endif
 INLINE void gemv_4bit(int n, float *s, const uint8_t *w, size_t stride, const uint8_t *y, const uint8_t *aux,
                       const int vnni, const int iq4)
 {
@@ -211,7 +216,7 @@ INLINE void gemv_4bit(int n, float *s, const uint8_t *w, size_t stride, const ui
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * BLOCK;
         if (b % PANEL == 0) {
-            if (b + 2 * PANEL < nb) prefetch_rows(blk + 2 * PANEL * BLOCK, stride, PANEL * BLOCK);
+            prefetch_ahead(w, stride, (size_t)nb * BLOCK, (size_t)(b + GEMV_AHEAD * PANEL) * BLOCK, PANEL * BLOCK);
             scales(blk, stride, nb - b < PANEL ? nb - b : PANEL, dw);
         }
         const qt_block_q8_0 *yb = (const qt_block_q8_0 *)y + b;

@@ -58,24 +58,14 @@ INLINE __m512i pair16(__m512i lo, __m512i hi)
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
-static void pack_q4_K(panel *p, const uint8_t *blk, size_t stride)
+/* Q4_K's d, dmin and 6-bit scales and mins of the 16 rows, as
+ * quant/repack_ref.c's q4_K_scale_min; the mins as int16 pairs. */
+INLINE void scales_q4_K(panel *p, const uint8_t *blk, size_t stride)
 {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    /* qs byte 32g + 4k + t: low nibble element 64g + 4k + t, high 64g + 32 + 4k + t */
-    __m512i raw[32], h[4];
-    load16x16(blk + 16, stride, raw);
-    load16x16(blk + 80, stride, raw + 16);
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++)
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) {
-            p->u[16 * g + k] = _mm512_and_si512(raw[8 * g + k], m4);
-            p->u[16 * g + 8 + k] = _mm512_and_si512(_mm512_srli_epi16(raw[8 * g + k], 4), m4);
-        }
+    __m512i h[4];
     load16x4(blk, stride, h); /* d | dmin, then the 12 scale bytes */
     p->d = halves(h[0], 0);
     p->dmin = halves(h[0], 1);
-    /* the 6-bit scales and mins as quant/repack_ref.c's q4_K_scale_min */
     const __m512i s0 = h[1], s1 = h[2], s2 = h[3];
     const __m512i m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15);
     __m512i m[8];
@@ -92,9 +82,28 @@ static void pack_q4_K(panel *p, const uint8_t *blk, size_t stride)
     for (int j = 0; j < 8; j++) p->scf[j] = _mm512_cvtepi32_ps(p->sc[j]);
 }
 
-static void pack_q2_K(panel *p, const uint8_t *blk, size_t stride)
+static void pack_q4_K(panel *p, const uint8_t *blk, size_t stride)
 {
-    __m512i sw[16], m[16], h[4], raw[16]; /* per sub-block: scale in both int16 halves, min */
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    /* qs byte 32g + 4k + t: low nibble element 64g + 4k + t, high 64g + 32 + 4k + t */
+    __m512i raw[32];
+    load16x16(blk + 16, stride, raw);
+    load16x16(blk + 80, stride, raw + 16);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++)
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            p->u[16 * g + k] = _mm512_and_si512(raw[8 * g + k], m4);
+            p->u[16 * g + 8 + k] = _mm512_and_si512(_mm512_srli_epi16(raw[8 * g + k], 4), m4);
+        }
+    scales_q4_K(p, blk, stride);
+}
+
+/* Q2_K's per-sub-block 4-bit scales, each in both int16 halves of its
+ * lanes (sw), and its mins as int16 pairs (p->mins). */
+INLINE void scales_q2_K(panel *p, __m512i sw[16], const uint8_t *blk, size_t stride)
+{
+    __m512i m[16], h[4];
     load16x4(blk, stride, h);
 #pragma GCC unroll 4
     for (int t = 0; t < 4; t++)
@@ -104,21 +113,38 @@ static void pack_q2_K(panel *p, const uint8_t *blk, size_t stride)
             sw[4 * t + b] = pair16(sc, sc);
             m[4 * t + b] = _mm512_srli_epi32(byte_of(h[t], b), 4);
         }
-    /* qs byte 32g + 4k + t, bits 2q: element 128g + 32q + 4k + t, sub-block 8g + 2q + k/4 */
+    for (int i = 0; i < 8; i++) p->mins[i] = pair16(m[2 * i], m[2 * i + 1]);
+}
+
+/* Q2_K's d and dmin: the block's last 16 bytes end with d | dmin. */
+INLINE void d_q2_K(panel *p, const uint8_t *blk, size_t stride)
+{
+    __m512i h[4];
+    load16x4(blk + 68, stride, h);
+    p->d = halves(h[3], 0);
+    p->dmin = halves(h[3], 1);
+}
+
+/* The 2-bit quants of qs byte 32g + 4k + t, bits 2q (element 128g + 32q +
+ * 4k + t, sub-block 8g + 2q + k/4), times that sub-block's scale. */
+INLINE __m512i q2_K_scaled(__m512i raw, int q, __m512i sw)
+{
+    const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * q), _mm512_set1_epi8(3));
+    return _mm512_mullo_epi16(v, sw);
+}
+
+static void pack_q2_K(panel *p, const uint8_t *blk, size_t stride)
+{
+    __m512i sw[16], raw[16]; /* per sub-block: scale in both int16 halves */
+    scales_q2_K(p, sw, blk, stride);
     load16x16(blk + 16, stride, raw);
 #pragma GCC unroll 2
     for (int g = 0; g < 2; g++)
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++)
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) {
-                const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw[8 * g + k], 2 * q), _mm512_set1_epi8(3));
-                p->u[32 * g + 8 * q + k] = _mm512_mullo_epi16(v, sw[8 * g + 2 * q + k / 4]);
-            }
-    for (int i = 0; i < 8; i++) p->mins[i] = pair16(m[2 * i], m[2 * i + 1]);
-    load16x4(blk + 68, stride, h); /* the block's last 16 bytes end with d | dmin */
-    p->d = halves(h[3], 0);
-    p->dmin = halves(h[3], 1);
+            for (int q = 0; q < 4; q++) p->u[32 * g + 8 * q + k] = q2_K_scaled(raw[8 * g + k], q, sw[8 * g + 2 * q + k / 4]);
+    d_q2_K(p, blk, stride);
 }
 
 /* Adds one super-block of `nc` columns (y: their blocks, y_stride apart)
@@ -258,6 +284,101 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
     }
 }
 
+/* ---- one column (decode) ------------------------------------------------
+ * Nothing else reuses the transposed quants, so they go from the shuffles
+ * straight into vpdpbusd: no panel stored and loaded back (64 stores and
+ * 64 loads per super-block of 16 rows), only the scales pass through one.
+ * The integer sums and float operations are run_k's gemv order exactly.
+ * The prefetch runs GEMV_AHEAD super-blocks ahead, on into the next
+ * group, so no group starts waiting on memory. */
+#define GEMV_AHEAD 4
+
+/* One Q4_K super-block of the 16 rows against y: each row's exact
+ * sum of scale.q.y (is) and mins term (im); d and dmin in p. */
+INLINE void sums_q4_K(panel *p, const uint8_t *blk, size_t stride, const qt_block_q8_K *y, __m512i *is, __m512i *im,
+                      const int vnni)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    scales_q4_K(p, blk, stride);
+    *is = *im = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++) {
+        /* qs bytes 64h..64h+63: groups 2h and 2h + 1 (see pack_q4_K) */
+        __m512i raw[16];
+        load16x16(blk + 16 + 64 * h, stride, raw);
+#pragma GCC unroll 2
+        for (int gg = 0; gg < 2; gg++) {
+            const int g = 2 * h + gg;
+            __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const __m512i r = raw[8 * gg + k];
+                lo = dot4_bcast(lo, _mm512_and_si512(r, m4), y->qs + 64 * g + 4 * k, vnni);
+                hi = dot4_bcast(hi, _mm512_and_si512(_mm512_srli_epi16(r, 4), m4), y->qs + 64 * g + 32 + 4 * k, vnni);
+            }
+            *is = _mm512_add_epi32(*is, _mm512_mullo_epi32(lo, p->sc[2 * g]));
+            *is = _mm512_add_epi32(*is, _mm512_mullo_epi32(hi, p->sc[2 * g + 1]));
+            const int16_t b0 = (int16_t)(y->bsums[4 * g] + y->bsums[4 * g + 1]);
+            const int16_t b1 = (int16_t)(y->bsums[4 * g + 2] + y->bsums[4 * g + 3]);
+            const uint32_t pair = (uint16_t)b0 | (uint32_t)(uint16_t)b1 << 16;
+            *im = _mm512_add_epi32(*im, _mm512_madd_epi16(p->mins[g], _mm512_set1_epi32((int)pair)));
+        }
+    }
+}
+
+/* The same for Q2_K (scales folded into the quants as in pack_q2_K). */
+INLINE void sums_q2_K(panel *p, const uint8_t *blk, size_t stride, const qt_block_q8_K *y, __m512i *is, __m512i *im,
+                      const int vnni)
+{
+    __m512i sw[16], raw[16];
+    scales_q2_K(p, sw, blk, stride);
+    load16x16(blk + 16, stride, raw);
+    /* two chains, so that vpdpbusd's latency overlaps */
+    __m512i e = _mm512_setzero_si512(), o = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; g++)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k += 2) {
+                const int i = 32 * g + 8 * q + k; /* pack_q2_K's u[i] */
+                e = dot4_bcast(e, q2_K_scaled(raw[8 * g + k], q, sw[8 * g + 2 * q + k / 4]), y->qs + 4 * i, vnni);
+                o = dot4_bcast(o, q2_K_scaled(raw[8 * g + k + 1], q, sw[8 * g + 2 * q + (k + 1) / 4]), y->qs + 4 * i + 4,
+                               vnni);
+            }
+    *is = _mm512_add_epi32(e, o);
+    *im = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        int32_t pair;
+        memcpy(&pair, y->bsums + 2 * i, sizeof pair);
+        *im = _mm512_add_epi32(*im, _mm512_madd_epi16(p->mins[i], _mm512_set1_epi32(pair)));
+    }
+    d_q2_K(p, blk, stride);
+}
+
+/* s[r] = W[r] . y for the 16 rows, in the gemv order. */
+INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const qt_block_q8_K *y, const int q4k,
+                   const int vnni)
+{
+    const int nb = n / QT_QK_K;
+    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
+    __m512 acc = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = w + (size_t)b * bs;
+        prefetch_ahead(w, stride, nb * bs, (b + GEMV_AHEAD) * bs, bs);
+        panel p;
+        __m512i is, im;
+        if (q4k)
+            sums_q4_K(&p, blk, stride, y + b, &is, &im, vnni);
+        else
+            sums_q2_K(&p, blk, stride, y + b, &is, &im, vnni);
+        const __m512 dy = _mm512_set1_ps(y[b].d);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(p.d, dy), acc);
+        accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im), _mm512_mul_ps(p.dmin, dy), accm);
+    }
+    _mm512_storeu_ps(s, _mm512_sub_ps(acc, accm));
+}
+
 /* Q2_K: Q8_K carries its scale as f32 and its bsums: no side data. */
 static size_t aux_none(int n)
 {
@@ -291,7 +412,9 @@ static void prep_q4_K(int n, void *aux, const void *y)
     static void run_##name(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, \
                            const void *y, size_t y_stride, const void *aux, size_t aux_stride)                \
     {                                                                                                      \
-        if (gemm)                                                                                          \
+        if (!gemm && ncols == 1)                                                                           \
+            gemv_k(n, s, w, w_stride, y, q4k, vnni);                                                       \
+        else if (gemm)                                                                                     \
             run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, q4k, vnni);              \
         else                                                                                               \
             run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, q4k, vnni);              \

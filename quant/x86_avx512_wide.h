@@ -100,6 +100,16 @@ INLINE void prefetch_rows(const uint8_t *p, size_t stride, size_t bytes)
         for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(p + r * stride + o), _MM_HINT_T0);
 }
 
+/* prefetch_rows of `bytes` at byte `off` of 16 rows whose blocks take
+ * `len` bytes: past the end it goes on into the next 16 rows, so that a
+ * one-column caller streaming group after group finds the start of the
+ * next group on its way (past the last group it asks for what follows in
+ * memory, a few KB per matrix; prefetches never fault). */
+INLINE void prefetch_ahead(const uint8_t *p, size_t stride, size_t len, size_t off, size_t bytes)
+{
+    prefetch_rows(off < len ? p + off : p + 16 * stride + (off - len), stride, bytes);
+}
+
 /* The f16 in the low (hi = 0) or high half of each lane, widened exactly. */
 INLINE __m512 halves(__m512i v, int hi)
 {
