@@ -108,7 +108,7 @@ void qt_avx2_vec_dot_q2_K_q8_K(int n, float *s, const void *vx, const void *vy) 
     const __m256i m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        prefetch_weights(&x[i]);
+        prefetch_block(&x[i], sizeof x[i]);
         const float d = y[i].d * half(x[i].d);
         const float dmin = -(y[i].d * half(x[i].dmin));
         const __m128i sm = load128(x[i].scales);
@@ -138,7 +138,7 @@ void qt_avx2_vec_dot_q3_K_q8_K(int n, float *s, const void *vx, const void *vy) 
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        prefetch_weights(&x[i]);
+        prefetch_block(&x[i], sizeof x[i]);
         const float d = y[i].d * half(x[i].d);
         __m256i sh[2];
         half_scales(_mm256_cvtepi8_epi16(q3_k_scales(x[i].scales)), sh);
@@ -169,7 +169,7 @@ void qt_avx2_vec_dot_q4_K_q8_K(int n, float *s, const void *vx, const void *vy) 
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_m = _mm_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        prefetch_weights(&x[i]);
+        prefetch_block(&x[i], sizeof x[i]);
         const float d = y[i].d * half(x[i].d);
         const float dmin = -(y[i].d * half(x[i].dmin));
         const __m256i sm16 = _mm256_cvtepu8_epi16(k4_scales_mins(x[i].scales));
@@ -199,7 +199,7 @@ void qt_avx2_vec_dot_q5_K_q8_K(int n, float *s, const void *vx, const void *vy) 
     __m256 acc = _mm256_setzero_ps();
     __m128 summs = _mm_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        prefetch_weights(&x[i]);
+        prefetch_block(&x[i], sizeof x[i]);
         const float d = y[i].d * half(x[i].d);
         const float dmin = -(y[i].d * half(x[i].dmin));
         const __m256i sm16 = _mm256_cvtepu8_epi16(k4_scales_mins(x[i].scales));
@@ -234,7 +234,7 @@ void qt_avx2_vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy) 
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        prefetch_weights(&x[i]);
+        prefetch_block(&x[i], sizeof x[i]);
         const float d = y[i].d * half(x[i].d);
         const __m256i sc16 = _mm256_cvtepi8_epi16(load128(x[i].scales));
         const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(load256(y[i].bsums), sc16), 5);

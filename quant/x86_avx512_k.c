@@ -105,7 +105,7 @@ void qt_avx512_vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy
     const qt_block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
-        prefetch_weights(&x[i]);
+        prefetch_block(&x[i], sizeof x[i]);
         q6k_unpacked u;
         q6k_unpack(&x[i], &u);
         acc = q6k_fma(&u, &y[i], acc);
@@ -125,7 +125,7 @@ INLINE void q6k_tile_row(int n, float *s, size_t ldo, const qt_block_q6_K *x, co
         acc[c] = _mm256_setzero_ps();
     }
     for (int i = 0; i < n / QK; i++) {
-        prefetch_weights(&x[i]);
+        prefetch_block(&x[i], sizeof x[i]);
         q6k_unpacked u;
         q6k_unpack(&x[i], &u);
         UNROLL for (int c = 0; c < C; c++)
