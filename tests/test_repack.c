@@ -435,5 +435,13 @@ int main(void) {
     test_matmul_routing(QT_IQ4_NL, 16, 9);
     test_matmul_routing(QT_IQ4_NL, 12, 9);
     test_matmul_routing(QT_IQ4_NL, 24, 70);
+    /* one token over many rows: the decode split (runs of groups or tiles
+     * taken as they come), clipped tiles and a last 8-row group */
+    test_matmul_routing(QT_Q4_0, 264, 2);
+    test_matmul_routing(QT_Q4_K, 264, 2);
+    test_matmul_routing(QT_Q2_K, 520, 1);
+    test_matmul_routing(QT_Q6_K, 203, 2);
+    test_matmul_routing(QT_Q8_0, 203, 2);
+    test_matmul_routing(QT_Q5_K, 203, 2);
     TEST_EXIT();
 }
