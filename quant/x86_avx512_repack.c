@@ -204,9 +204,7 @@ INLINE void columns(const panel *p, int nb, const int nc, int b, float *s, size_
  * nothing else reuses the unpacked weights.  The prefetch runs GEMV_AHEAD
  * panels ahead, on into the next group of rows, so that no group starts
  * waiting on memory. */
-#ifndef GEMV_AHEAD
 #define GEMV_AHEAD 3
-#endif
 INLINE void gemv_4bit(int n, float *s, const uint8_t *w, size_t stride, const uint8_t *y, const uint8_t *aux,
                       const int vnni, const int iq4)
 {
