@@ -9,26 +9,68 @@
 
 /* Elementwise work of a whole prompt batch is split across the threads
  * (each element's arithmetic is unchanged, so are the bits); a decode
- * step's few thousand elements stay serial, cheaper than waking the team. */
+ * step's few thousand elements stay serial, cheaper than waking the team.
+ * Serial means no parallel construct at all: decode.c calls these from
+ * inside its own parallel region, where even an if(0) region makes
+ * libgomp build (and allocate) a nested team of one. */
 #define PAR_MIN 65536
+
+/* Float squares summed in double in element order, as ggml does: a chain
+ * of dependent adds, so four tokens' chains go side by side. */
+enum { RMS_TOK = 4 };
+
+/* Tokens t0 .. t0 + RMS_TOK - 1 (fewer at the end). */
+static void rmsnorm_tokens(float *out, const float *x, const float *w, int t0, int n_tokens, int n, float eps)
+{
+    enum { TOK = RMS_TOK };
+    const int nt = n_tokens - t0 < TOK ? n_tokens - t0 : TOK;
+    double ss[TOK] = {0.0, 0.0, 0.0, 0.0};
+    const float *xr[TOK];
+    for (int j = 0; j < TOK; j++) xr[j] = x + (int64_t)(t0 + (j < nt ? j : 0)) * n;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < TOK; j++) ss[j] += (double)(xr[j][i] * xr[j][i]);
+    for (int j = 0; j < nt; j++) {
+        float *o = out + (int64_t)(t0 + j) * n;
+        const float scale = 1.0f / sqrtf((float)(ss[j] / n) + eps);
+        for (int i = 0; i < n; i++) o[i] = xr[j][i] * scale * w[i];
+    }
+}
 
 void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n, float eps)
 {
-    /* Float squares summed in double in element order, as ggml does: a
-     * chain of dependent adds, so four tokens' chains go side by side. */
-    enum { TOK = 4 };
-    #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n >= PAR_MIN)
-    for (int t0 = 0; t0 < n_tokens; t0 += TOK) {
-        const int nt = n_tokens - t0 < TOK ? n_tokens - t0 : TOK;
-        double ss[TOK] = {0.0, 0.0, 0.0, 0.0};
-        const float *xr[TOK];
-        for (int j = 0; j < TOK; j++) xr[j] = x + (int64_t)(t0 + (j < nt ? j : 0)) * n;
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < TOK; j++) ss[j] += (double)(xr[j][i] * xr[j][i]);
-        for (int j = 0; j < nt; j++) {
-            float *o = out + (int64_t)(t0 + j) * n;
-            const float scale = 1.0f / sqrtf((float)(ss[j] / n) + eps);
-            for (int i = 0; i < n; i++) o[i] = xr[j][i] * scale * w[i];
+    if ((int64_t)n_tokens * n >= PAR_MIN) {
+        #pragma omp parallel for schedule(static)
+        for (int t0 = 0; t0 < n_tokens; t0 += RMS_TOK) rmsnorm_tokens(out, x, w, t0, n_tokens, n, eps);
+    } else {
+        for (int t0 = 0; t0 < n_tokens; t0 += RMS_TOK) rmsnorm_tokens(out, x, w, t0, n_tokens, n, eps);
+    }
+}
+
+static void rope_token(float *x, const int32_t *pos, int t, int n_head, int head_dim, const gl_rope *r,
+                       float theta_scale)
+{
+    const int half = r->n_rot / 2;
+    float cs[GL_ROPE_MAX_DIM / 2][2];
+    float theta = (float)pos[t];
+    for (int i = 0; i < half; i++) {
+        float th = theta;
+        if (r->freq_factors) th /= r->freq_factors[i];
+        th *= r->freq_scale;
+        cs[i][0] = cosf(th) * r->mscale;
+        cs[i][1] = sinf(th) * r->mscale;
+        theta *= theta_scale;
+    }
+    for (int h = 0; h < n_head; h++) {
+        float *v = x + ((int64_t)t * n_head + h) * head_dim;
+        /* As llama.cpp's compiled rotate loop rounds: the cos product
+         * is fused into the first output and the sin product into the
+         * second, the other product rounded first. */
+        for (int i = 0; i < half; i++) {
+            const int a = r->neox ? i : 2 * i;
+            const int b = r->neox ? i + half : 2 * i + 1;
+            const float x0 = v[a], x1 = v[b], c = cs[i][0], sn = cs[i][1];
+            v[a] = fmaf(x0, c, -(x1 * sn));
+            v[b] = fmaf(x0, sn, x1 * c);
         }
     }
 }
@@ -36,35 +78,14 @@ void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n,
 void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int head_dim,
                    const gl_rope *r)
 {
-    const int half = r->n_rot / 2;
     /* ggml derives each pair's angle by repeated multiplication; doing the
      * same keeps our angles bit-identical to llama.cpp's. */
     const float theta_scale = powf(r->freq_base, -2.0f / (float)r->n_rot);
-    #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n_head * head_dim >= PAR_MIN)
-    for (int t = 0; t < n_tokens; t++) {
-        float cs[GL_ROPE_MAX_DIM / 2][2];
-        float theta = (float)pos[t];
-        for (int i = 0; i < half; i++) {
-            float th = theta;
-            if (r->freq_factors) th /= r->freq_factors[i];
-            th *= r->freq_scale;
-            cs[i][0] = cosf(th) * r->mscale;
-            cs[i][1] = sinf(th) * r->mscale;
-            theta *= theta_scale;
-        }
-        for (int h = 0; h < n_head; h++) {
-            float *v = x + ((int64_t)t * n_head + h) * head_dim;
-            /* As llama.cpp's compiled rotate loop rounds: the cos product
-             * is fused into the first output and the sin product into the
-             * second, the other product rounded first. */
-            for (int i = 0; i < half; i++) {
-                const int a = r->neox ? i : 2 * i;
-                const int b = r->neox ? i + half : 2 * i + 1;
-                const float x0 = v[a], x1 = v[b], c = cs[i][0], sn = cs[i][1];
-                v[a] = fmaf(x0, c, -(x1 * sn));
-                v[b] = fmaf(x0, sn, x1 * c);
-            }
-        }
+    if ((int64_t)n_tokens * n_head * head_dim >= PAR_MIN) {
+        #pragma omp parallel for schedule(static)
+        for (int t = 0; t < n_tokens; t++) rope_token(x, pos, t, n_head, head_dim, r, theta_scale);
+    } else {
+        for (int t = 0; t < n_tokens; t++) rope_token(x, pos, t, n_head, head_dim, r, theta_scale);
     }
 }
 
@@ -73,8 +94,12 @@ void gl_swiglu(float *g, const float *u, int64_t n)
     /* ggml_vec_swiglu_f32: vector exp on 16-wide chunks, libm on the tail */
     const qt_f32_ops *ops = qt_f32();
     void (*const sw16)(float *, const float *) = ops->swiglu16 ? ops->swiglu16 : qt_f32_ref()->swiglu16;
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (int64_t c = 0; c < n / 16; c++) sw16(g + 16 * c, u + 16 * c);
+    if (n >= PAR_MIN) {
+        #pragma omp parallel for schedule(static)
+        for (int64_t c = 0; c < n / 16; c++) sw16(g + 16 * c, u + 16 * c);
+    } else {
+        for (int64_t c = 0; c < n / 16; c++) sw16(g + 16 * c, u + 16 * c);
+    }
     for (int64_t i = n / 16 * 16; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
@@ -118,8 +143,12 @@ void gl_add_bias(float *x, const float *b, int n_tokens, int n)
 
 void gl_add(float *y, const float *x, int64_t n)
 {
-    #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+    if (n >= PAR_MIN) {
+        #pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i++) y[i] += x[i];
+    } else {
+        for (int64_t i = 0; i < n; i++) y[i] += x[i];
+    }
 }
 
 int gl_get_row(const gl_tensor *t, int64_t r, float *out)
