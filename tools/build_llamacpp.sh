@@ -11,6 +11,10 @@
 #   QLM_REF_SDIST   llama-cpp-python sdist           (default ~/.cache/qlm/llama_cpp_python-0.3.36.tar.gz)
 #   QLM_REF_JOBS    parallel compile jobs            (default 2; the box has 2 cores shared with others)
 #   QLM_REF_TARGETS cmake targets to build           (default below)
+#   QLM_REF_AMX     1: a second build, build-<name>-amx, with AMX left on
+#                   (what -march=native gives a user on an AMX CPU); for
+#                   speed comparisons only (QLM_REF_NAME=<name>-amx in
+#                   tools/compare_bench.py), never for fixtures
 set -euo pipefail
 
 REF_DIR=${QLM_REF_DIR:-$HOME/.cache/qlm/ref}
@@ -33,6 +37,7 @@ name=$(basename "$SDIST" .tar.gz)
 SRC_ROOT=$REF_DIR/$name
 LLAMA_SRC=$SRC_ROOT/vendor/llama.cpp
 BUILD=$REF_DIR/build-$name
+[ "${QLM_REF_AMX:-0}" = 1 ] && BUILD=$BUILD-amx
 
 sdist_sum=$(sha256sum "$SDIST" | cut -d' ' -f1)
 stamp=$SRC_ROOT/.qlm-sdist-sha256
@@ -54,12 +59,14 @@ fi
 # kernels accumulate differently from the AVX2/AVX-512 dot products that qlm
 # is compared with, so fixtures would depend on the host. GCC lets explicit -mno-* win over -march regardless of order.
 NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+AMX_OFF="-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+if [ "${QLM_REF_AMX:-0}" = 1 ]; then NO_AMX=""; AMX_OFF=""; fi
 t0=$(date +%s)
 nice -n 10 cmake -S "$LLAMA_SRC" -B "$BUILD" \
     -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=ON \
     -DGGML_NATIVE=ON \
-    -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+    $AMX_OFF \
     -DCMAKE_C_FLAGS="$NO_AMX" -DCMAKE_CXX_FLAGS="$NO_AMX" \
     -DLLAMA_CURL=OFF \
     -DLLAMA_OPENSSL=OFF \
