@@ -14,7 +14,11 @@
 #   QLM_REF_AMX     1: a second build, build-<name>-amx, with AMX left on
 #                   (what -march=native gives a user on an AMX CPU); for
 #                   speed comparisons only (QLM_REF_NAME=<name>-amx in
-#                   tools/compare_bench.py), never for fixtures
+#                   tools/compare_bench.py), never for fixtures. On this
+#                   project's Sapphire Rapids VMs its llama-bench dies with
+#                   SIGSEGV in ggml_backend_amx_mul_mat on the first prompt
+#                   batch (any of Q4_0/Q4_K; llama.cpp issue #20824), so the
+#                   masked build stays the reference
 set -euo pipefail
 
 REF_DIR=${QLM_REF_DIR:-$HOME/.cache/qlm/ref}
