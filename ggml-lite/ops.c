@@ -13,11 +13,11 @@
  * Serial means no parallel construct at all: decode.c calls these from
  * inside its own parallel region, where even an if(0) region makes
  * libgomp build (and allocate) a nested team of one. */
-#define PAR_MIN 65536
+#define PAR_MIN (GL_OPS_SERIAL + 1)
 
 /* Float squares summed in double in element order, as ggml does: a chain
  * of dependent adds, so four tokens' chains go side by side. */
-enum { RMS_TOK = 4 };
+enum { RMS_TOK = GL_RMSNORM_ROWS };
 
 /* Tokens t0 .. t0 + RMS_TOK - 1 (fewer at the end). */
 static void rmsnorm_tokens(float *out, const float *x, const float *w, int t0, int n_tokens, int n, float eps)

@@ -12,7 +12,14 @@
 
 #include "ggml-lite/tensor.h"
 
-/* out[t] = x[t] / rms(x[t]) * w, for n_tokens rows of n. out may be x. */
+/* Calls of these ops over at most GL_OPS_SERIAL elements reach no
+ * parallel construct (a caller's own parallel region may make them). */
+#define GL_OPS_SERIAL 65535
+
+/* out[t] = x[t] / rms(x[t]) * w, for n_tokens rows of n. out may be x.
+ * Up to GL_RMSNORM_ROWS rows' sums are chains side by side: a call with
+ * that many rows costs about what one row's does. */
+#define GL_RMSNORM_ROWS 4
 void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n, float eps);
 
 /* Rotary position embedding in place over n_tokens rows of n_head heads of

@@ -339,6 +339,12 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
      * barriers.  A cell of this batch is visible only to its own
      * sequence's token (by_token: no two tokens share a sequence). */
     by_token &= T >= 2 * c->n_threads;
+    /* Tokens per unit of the loops with norms: a thread's tokens
+     * together, up to GL_RMSNORM_ROWS (a call then costs about one row's
+     * time) and within the ops' serial size. */
+    int U = (T + c->n_threads - 1) / c->n_threads;
+    if (U > GL_RMSNORM_ROWS) U = GL_RMSNORM_ROWS;
+    while (U > 1 && (int64_t)U * E > GL_OPS_SERIAL) U--;
     #pragma omp parallel num_threads(c->n_threads)
     {
         const int th = omp_get_thread_num();
@@ -352,15 +358,17 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
             gl_matmul_plain(&L->w_down, T, each, &dn);
             /* the previous layer's feed-forward residual, then this one's norm */
             #pragma omp for schedule(static)
-            for (int t = 0; t < T; t++) {
-                float *x = c->x + (size_t)t * E, *xn = c->xn + (size_t)t * E;
+            for (int t0 = 0; t0 < T; t0 += U) {
+                const int nt = T - t0 < U ? T - t0 : U;
+                float *x = c->x + (size_t)t0 * E, *xn = c->xn + (size_t)t0 * E;
                 if (l > 0) {
                     const qlm_layer *P = &m->layers[l - 1];
-                    if (a->post_norms) gl_rmsnorm(xn, xn, P->ffn_post_norm, 1, E, hp->norm_eps);
-                    gl_add(x, xn, E);
+                    if (a->post_norms) gl_rmsnorm(xn, xn, P->ffn_post_norm, nt, E, hp->norm_eps);
+                    for (int t = 0; t < nt; t++) gl_add(x + (size_t)t * E, xn + (size_t)t * E, E);
                 }
-                gl_rmsnorm(xn, x, L->attn_norm, 1, E, hp->norm_eps);
-                qkv.quantize(xn, xq + (size_t)t * qkv.row_bytes, E);
+                gl_rmsnorm(xn, x, L->attn_norm, nt, E, hp->norm_eps);
+                for (int t = t0; t < t0 + nt; t++)
+                    qkv.quantize(c->xn + (size_t)t * E, xq + (size_t)t * qkv.row_bytes, E);
             }
             const gl_tensor *wqkv[] = {&L->wq, &L->wk, &L->wv};
             float *const yqkv[] = {c->q, c->k, c->v};
@@ -389,12 +397,14 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
             float *const yo[] = {c->xn};
             gl_matmul_rows(1, wo, yo, xq, o.row_bytes, T);
             #pragma omp for schedule(static)
-            for (int t = 0; t < T; t++) {
-                float *x = c->x + (size_t)t * E, *xn = c->xn + (size_t)t * E;
-                if (a->post_norms) gl_rmsnorm(xn, xn, L->attn_post_norm, 1, E, hp->norm_eps);
-                gl_add(x, xn, E);
-                gl_rmsnorm(xn, x, L->ffn_norm, 1, E, hp->norm_eps);
-                gu.quantize(xn, xq + (size_t)t * gu.row_bytes, E);
+            for (int t0 = 0; t0 < T; t0 += U) {
+                const int nt = T - t0 < U ? T - t0 : U;
+                float *x = c->x + (size_t)t0 * E, *xn = c->xn + (size_t)t0 * E;
+                if (a->post_norms) gl_rmsnorm(xn, xn, L->attn_post_norm, nt, E, hp->norm_eps);
+                for (int t = 0; t < nt; t++) gl_add(x + (size_t)t * E, xn + (size_t)t * E, E);
+                gl_rmsnorm(xn, x, L->ffn_norm, nt, E, hp->norm_eps);
+                for (int t = t0; t < t0 + nt; t++)
+                    gu.quantize(c->xn + (size_t)t * E, xq + (size_t)t * gu.row_bytes, E);
             }
             const gl_tensor *wgu[] = {&L->w_gate, &L->w_up};
             float *const ygu[] = {c->g, c->u};
@@ -413,10 +423,11 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
             gl_matmul_rows(1, wd, yd, xq, dn.row_bytes, T);
         }
         #pragma omp for schedule(static)
-        for (int t = 0; t < T; t++) {
-            float *x = c->x + (size_t)t * E, *xn = c->xn + (size_t)t * E;
-            if (a->post_norms) gl_rmsnorm(xn, xn, m->layers[hp->n_layer - 1].ffn_post_norm, 1, E, hp->norm_eps);
-            gl_add(x, xn, E);
+        for (int t0 = 0; t0 < T; t0 += U) {
+            const int nt = T - t0 < U ? T - t0 : U;
+            float *x = c->x + (size_t)t0 * E, *xn = c->xn + (size_t)t0 * E;
+            if (a->post_norms) gl_rmsnorm(xn, xn, m->layers[hp->n_layer - 1].ffn_post_norm, nt, E, hp->norm_eps);
+            for (int t = 0; t < nt; t++) gl_add(x + (size_t)t * E, xn + (size_t)t * E, E);
         }
     }
 }
