@@ -121,13 +121,12 @@ enum { TILE_ROWS = 32 };
 
 static int64_t row_tiles(const gl_tensor *w) { return (w->ne[1] + TILE_ROWS - 1) / TILE_ROWS; }
 
-/* Rows [g*TILE_ROWS, +TILE_ROWS) of w times every token, each output in
- * vec_dot's order (vec_dot_tile gives the same bits as vec_dot). */
-static void rows_vec_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, size_t xq_row, float *y,
-                         int n_tokens, int64_t g)
+/* Rows [r, r + nr) of w times every token, each output in vec_dot's
+ * order (vec_dot_tile gives the same bits as vec_dot). */
+static void rows_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, size_t xq_row, float *y,
+                     int n_tokens, int64_t r, int nr)
 {
-    const int64_t n_out = w->ne[1], r = g * TILE_ROWS;
-    const int nr = (int)(n_out - r < TILE_ROWS ? n_out - r : TILE_ROWS);
+    const int64_t n_out = w->ne[1];
     if (tr->vec_dot_tile) {
         tr->vec_dot_tile((int)w->ne[0], &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
                          n_tokens);
@@ -137,6 +136,22 @@ static void rows_vec_dot(const qt_traits *tr, const gl_tensor *w, const void *xq
         for (int t = 0; t < n_tokens; t++)
             tr->vec_dot((int)w->ne[0], &y[(int64_t)t * n_out + r + i], gl_row(w, r + i),
                         (const uint8_t *)xq + (size_t)t * xq_row);
+}
+
+/* Rows [g*TILE_ROWS, +TILE_ROWS) of w times every token. */
+static void rows_vec_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, size_t xq_row, float *y,
+                         int n_tokens, int64_t g)
+{
+    const int64_t r = g * TILE_ROWS;
+    rows_dot(tr, w, xq, xq_row, y, n_tokens, r, (int)(w->ne[1] - r < TILE_ROWS ? w->ne[1] - r : TILE_ROWS));
+}
+
+void gl_matmul_rows_range(const gl_tensor *w, float *y, const void *xq, size_t xq_row, int n_tokens, int64_t r0,
+                          int64_t n)
+{
+    const qt_traits *tr = qt_get(w->type);
+    for (int64_t r = r0; r < r0 + n; r += TILE_ROWS)
+        rows_dot(tr, w, xq, xq_row, y, n_tokens, r, (int)(r0 + n - r < TILE_ROWS ? r0 + n - r : TILE_ROWS));
 }
 
 bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)

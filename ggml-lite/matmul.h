@@ -53,5 +53,11 @@ bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act);
  * bit for bit gl_matmul's. */
 void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const void *xq, size_t xq_row,
                     int n_tokens);
+/* Rows [r0, r0 + n) of gl_matmul_rows's product for one weight, on the
+ * calling thread alone (no worksharing, no barrier): for a caller that
+ * shares out rows itself and works on them before the other rows are
+ * done.  Bit for bit gl_matmul's. */
+void gl_matmul_rows_range(const gl_tensor *w, float *y, const void *xq, size_t xq_row, int n_tokens, int64_t r0,
+                          int64_t n);
 
 #endif

@@ -75,6 +75,10 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) mm = max_sz(mm, gl_matmul_scratch(ws[i], (int)T));
     }
     mm = max_sz(mm, gl_matmul_scratch(&m->output, (int)T));
+    /* layers_fused: gate/up's quantized input and down's side by side */
+    for (int l = 0; l < hp->n_layer; l++)
+        mm = max_sz(mm, 64 + gl_matmul_scratch(&m->layers[l].w_gate, (int)T) +
+                            gl_matmul_scratch(&m->layers[l].w_down, (int)T));
     c->x = malloc(T * E * sizeof(float));
     c->xn = malloc(T * max_sz(E, QD) * sizeof(float));
     c->q = malloc(T * QD * sizeof(float));
@@ -356,6 +360,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
             gl_matmul_plain(&L->wo, T, each, &o);
             gl_matmul_plain(&L->w_gate, T, each, &gu);
             gl_matmul_plain(&L->w_down, T, each, &dn);
+            const int64_t dn_blk = qt_get(dn.type)->block_size;
             /* the previous layer's feed-forward residual, then this one's norm */
             #pragma omp for schedule(static)
             for (int t0 = 0; t0 < T; t0 += U) {
@@ -406,21 +411,33 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 for (int t = t0; t < t0 + nt; t++)
                     gu.quantize(c->xn + (size_t)t * E, xq + (size_t)t * gu.row_bytes, E);
             }
-            const gl_tensor *wgu[] = {&L->w_gate, &L->w_up};
-            float *const ygu[] = {c->g, c->u};
-            gl_matmul_rows(2, wgu, ygu, xq, gu.row_bytes, T);
+            /* Gate and up rows in pieces of whole blocks of down's
+             * activation type: a thread that made a piece's gate and up
+             * rows for every token gates them and quantizes those blocks
+             * at once (the ops work element by element, the quantizer
+             * block by block, so the bits are the whole rows'), where
+             * otherwise it would wait at one more barrier. */
+            const int64_t P = (32 + dn_blk - 1) / dn_blk * dn_blk;
+            /* down's quantized input goes after gate/up's, which other
+             * threads may still be reading */
+            uint8_t *xd = xq + ((size_t)T * gu.row_bytes + 63) / 64 * 64;
             #pragma omp for schedule(static)
-            for (int t = 0; t < T; t++) {
-                float *g = c->g + (size_t)t * F;
-                if (a->act == QLM_ACT_GELU)
-                    gl_geglu(g, c->u + (size_t)t * F, F);
-                else
-                    gl_swiglu(g, c->u + (size_t)t * F, F);
-                dn.quantize(g, xq + (size_t)t * dn.row_bytes, F);
+            for (int64_t r0 = 0; r0 < F; r0 += P) {
+                const int64_t n = F - r0 < P ? F - r0 : P;
+                gl_matmul_rows_range(&L->w_gate, c->g, xq, gu.row_bytes, T, r0, n);
+                gl_matmul_rows_range(&L->w_up, c->u, xq, gu.row_bytes, T, r0, n);
+                for (int t = 0; t < T; t++) {
+                    float *g = c->g + (size_t)t * F + r0;
+                    if (a->act == QLM_ACT_GELU)
+                        gl_geglu(g, c->u + (size_t)t * F + r0, n);
+                    else
+                        gl_swiglu(g, c->u + (size_t)t * F + r0, n);
+                    dn.quantize(g, xd + (size_t)t * dn.row_bytes + qt_row_size(dn.type, r0), n);
+                }
             }
             const gl_tensor *wd[] = {&L->w_down};
             float *const yd[] = {c->xn};
-            gl_matmul_rows(1, wd, yd, xq, dn.row_bytes, T);
+            gl_matmul_rows(1, wd, yd, xd, dn.row_bytes, T);
         }
         #pragma omp for schedule(static)
         for (int t0 = 0; t0 < T; t0 += U) {
