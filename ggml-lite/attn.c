@@ -67,17 +67,18 @@ int gl_attn_group_applies(int d, const gl_kv_view *k, const gl_kv_view *v)
 }
 
 void gl_attn_group(int d, int n_q, const float *q, float scale, const gl_kv_view *k, const gl_kv_view *v, int n,
-                   int n_ctx, gl_attn_scratch *sc, float *out)
+                   const int32_t *idx, int n_ctx, gl_attn_scratch *sc, float *out)
 {
     enum { MAX_Q = 32 };
     const int win = gl_attn_window(k->type, n, n_ctx);
-    const size_t need = (size_t)n_q * (size_t)win;
-    float *s = need <= (size_t)gl_attn_window(k->type, n_ctx, n_ctx) ? sc->s : NULL;
+    const size_t need = (size_t)n_q * (size_t)win,
+                 have = (size_t)(sc->n_win > 1 ? sc->n_win : 1) * (size_t)gl_attn_window(k->type, n_ctx, n_ctx);
+    float *s = need <= have ? sc->s : NULL;
     float *heap = s || n_q > MAX_Q || n <= 0 ? NULL : malloc(sizeof *heap * need);
     if (!s) s = heap;
     if (!s || n_q > MAX_Q || n <= 0 || !gl_attn_group_applies(d, k, v)) {
         for (int h = 0; h < n_q; h++)
-            gl_attn_head(d, q + (size_t)h * d, scale, k, v, n, NULL, NULL, n_ctx, 0, sc, out + (size_t)h * d);
+            gl_attn_head(d, q + (size_t)h * d, scale, k, v, n, idx, NULL, n_ctx, 0, sc, out + (size_t)h * d);
         free(heap);
         return;
     }
@@ -86,12 +87,12 @@ void gl_attn_group(int d, int n_q, const float *q, float scale, const gl_kv_view
     float qd[MAX_Q];
     /* as scores() forms each head's factor */
     for (int h = 0; h < n_q; h++) qd[h] = qt_kv_quantize_i8(d, q + (size_t)h * d, q8 + h * d) * scale;
-    ops->qk_i8_multi(n, d, n_q, q8, qd, k->data, k->ld, k->scale, k->lds, s, win);
+    ops->qk_i8_multi(n, d, n_q, q8, qd, k->data, k->ld, k->scale, k->lds, idx, s, win);
     for (int h = 0; h < n_q; h++) {
         float *sh = s + (size_t)h * win;
         for (int r = n; r < win; r++) sh[r] = -INFINITY;
         gl_softmax_ggml(sh, win);
     }
-    ops->pv_i8_multi(n, d, n_q, v->data, v->ld, v->scale, v->lds, s, win, out, d);
+    ops->pv_i8_multi(n, d, n_q, v->data, v->ld, v->scale, v->lds, idx, s, win, out, d);
     free(heap);
 }

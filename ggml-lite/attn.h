@@ -28,7 +28,8 @@ typedef struct gl_kv_view {
 } gl_kv_view;
 
 typedef struct gl_attn_scratch {
-    float *s;      /* >= window floats (gl_attn_window of the cache size) */
+    float *s;      /* >= max(1, n_win) windows (gl_attn_window of the cache size) of floats */
+    int n_win;     /* 0 or 1: s holds one window; gl_attn_group takes up to n_win heads in it */
     int8_t *q8;    /* >= head_dim */
     float *vrows;  /* f32 V with idx: >= n * head_dim floats, else unused */
 } gl_attn_scratch;
@@ -59,12 +60,14 @@ void gl_attn_head(int d, const float *q, float scale, const gl_kv_view *k, const
 int gl_attn_group_applies(int d, const gl_kv_view *k, const gl_kv_view *v);
 
 /* gl_attn_head for n_q query heads that share k and v (q and out hold
- * them d floats apart), over the first n rows (no idx, no mask), with
- * bits identical to n_q calls of it: each K and V row is read and
- * rearranged once for all of them (a prompt's heads of one KV head).
- * Uses sc->s when n_q windows fit in the cache's, else allocates (a
- * prompt's path, not one token's); if that fails, goes head by head. */
+ * them d floats apart), over n rows (idx as gl_attn_head's; no mask),
+ * with bits identical to n_q calls of it: each K and V row is read and
+ * rearranged once for all of them (the heads of one KV head, for a
+ * prompt's token or a batched decoding step's).  Uses sc->s when n_q
+ * windows fit in its sc->n_win cache windows, else allocates (so a
+ * decoding step's caller sizes the scratch); if that fails, goes head
+ * by head. */
 void gl_attn_group(int d, int n_q, const float *q, float scale, const gl_kv_view *k, const gl_kv_view *v, int n,
-                   int n_ctx, gl_attn_scratch *sc, float *out);
+                   const int32_t *idx, int n_ctx, gl_attn_scratch *sc, float *out);
 
 #endif

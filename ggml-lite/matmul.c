@@ -167,7 +167,7 @@ bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)
         qt_tiled_applies(w->type, n_out, cols) || qt_tinyblas_dot(w->type, n_out, cols))
         return false;
     *act = (gl_act){.type = tr->vec_dot_type, .quantize = quantize,
-                    .row_bytes = qt_row_size(tr->vec_dot_type, w->ne[0])};
+                    .row_bytes = qt_row_size(tr->vec_dot_type, w->ne[0]), .by_blocks = true};
     return true;
 }
 

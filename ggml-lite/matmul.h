@@ -43,6 +43,10 @@ typedef struct gl_act {
     qt_type type;                 /* the activation type w pairs with */
     qt_from_float_fn quantize;    /* one row of ne[0] floats to that type */
     size_t row_bytes;             /* bytes of one quantized row */
+    /* the row is the type's blocks alone, each quantized on its own: a
+     * range of whole blocks may be quantized by itself, to its place at
+     * qt_row_size(type, first element) */
+    bool by_blocks;
 } gl_act;
 bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act);
 /* y[i][t][r] = w[i][r] . xq[t] for every weight i, the row blocks of all

@@ -34,18 +34,18 @@ typedef struct qt_kv_ops {
     /* out[e] = sum_r p[r] * f32(V_c[e]). */
     void (*pv_f16)(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *idx,
                    const float *p, float *out);
-    /* Several queries over the same rows 0..n-1 (a prompt's heads that
-     * share a KV head): each row is read, and its layout work done, once
-     * for all of them.  Each result is bit-identical to the one-query
-     * kernel's; NULL where the set has none.  d must be 64 (callers fall
-     * back to the one-query kernels otherwise).
+    /* Several queries over the same rows (a KV head's query heads): each
+     * row is read, and its layout work done, once for all of them.  Each
+     * result is bit-identical to the one-query kernel's over the same
+     * rows (c = idx ? idx[r] : r); NULL where the set has none.  d must be
+     * 64 (callers fall back to the one-query kernels otherwise).
      * qk_i8_multi: s + h * ld_s gets qk_i8(n, d, q + h * d, qd[h], ...).
      * pv_i8_multi: out + h * ld_o gets pv_i8(n, d, ..., p + h * ld_p, ...);
-     * p is overwritten (with p[r] * vd[r]). */
+     * p is overwritten (with p[r] * vd[c * lds]). */
     void (*qk_i8_multi)(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
-                        const float *kd, int64_t lds, float *s, int64_t ld_s);
+                        const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s);
     void (*pv_i8_multi)(int n, int d, int nq, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                        float *p, int64_t ld_p, float *out, int64_t ld_o);
+                        const int32_t *idx, float *p, int64_t ld_p, float *out, int64_t ld_o);
 } qt_kv_ops;
 
 /* The reference set and the one for this CPU (QLM_ISA caps it as for the

@@ -228,15 +228,19 @@ INLINE __m512i dot64_bcast(__m512i acc, const __m512i u[16], const int8_t *q)
     return acc;
 }
 
-/* rows r0..r0+15 of k in row-per-lane form, +128; past row n - 1 the
- * lanes hold copies of it (their scores are not stored) */
-INLINE void k_lanes(const int8_t *k, int64_t ldk, int r0, int n, __m512i u[16])
+/* ranks r0..r0+15 of k (rows idx[r], or r) in row-per-lane form, +128;
+ * past rank n - 1 the lanes hold copies of it (their scores are not
+ * stored) */
+INLINE void k_lanes(const int8_t *k, int64_t ldk, const int32_t *idx, int r0, int n, __m512i u[16])
 {
-    if (r0 + 16 <= n) {
+    if (r0 + 16 <= n && !idx) {
         load16x16((const uint8_t *)(k + (int64_t)r0 * ldk), (size_t)ldk, u);
     } else {
         int8_t rows[16][64];
-        for (int i = 0; i < 16; i++) memcpy(rows[i], k + (int64_t)(r0 + i < n ? r0 + i : n - 1) * ldk, 64);
+        for (int i = 0; i < 16; i++) {
+            const int r = r0 + i < n ? r0 + i : n - 1;
+            memcpy(rows[i], k + (int64_t)(idx ? idx[r] : r) * ldk, 64);
+        }
         load16x16((const uint8_t *)rows, 64, u);
     }
     const __m512i flip = _mm512_set1_epi8((char)0x80);
@@ -245,7 +249,7 @@ INLINE void k_lanes(const int8_t *k, int64_t ldk, int r0, int n, __m512i u[16])
 }
 
 static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
-                        const float *kd, int64_t lds, float *s, int64_t ld_s)
+                        const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s)
 {
     (void)d; /* 64 */
     if (n <= 0) return;
@@ -260,10 +264,11 @@ static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, 
         }
         for (int r0 = 0; r0 < n; r0 += 16) {
             __m512i u[16];
-            k_lanes(k, ldk, r0, n, u);
+            k_lanes(k, ldk, idx, r0, n, u);
             const __mmask16 m = mask16(n - r0);
             float kv[16];
-            for (int i = 0; i < 16; i++) kv[i] = r0 + i < n ? kd[(int64_t)(r0 + i) * lds] : 0.0f;
+            for (int i = 0; i < 16; i++)
+                kv[i] = r0 + i < n ? kd[(int64_t)(idx ? idx[r0 + i] : r0 + i) * lds] : 0.0f;
             const __m512 vkd = _mm512_loadu_ps(kv);
             /* the queries' chains are independent: out of order
              * execution overlaps them */
@@ -282,8 +287,8 @@ static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, 
 /* p.v: NQ queries share each V row's widening; their weights p[r] * vd[r]
  * are formed 16 at a time first, then each meets the row by an fma with
  * a broadcast operand.  Chains as pv_i8's: rank r in chain r % 2. */
-INLINE void pv_rows_nq(int n, const int8_t *v, int64_t ldv, const float *w, int64_t ld_w, float *out,
-                       int64_t ld_o, const int nq)
+INLINE void pv_rows_nq(int n, const int8_t *v, int64_t ldv, const int32_t *idx, const float *w, int64_t ld_w,
+                       float *out, int64_t ld_o, const int nq)
 {
     __m512 a0[3][4], a1[3][4];
 #pragma GCC unroll 3
@@ -295,8 +300,8 @@ INLINE void pv_rows_nq(int n, const int8_t *v, int64_t ldv, const float *w, int6
         __m512 x0[4], x1[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
-            x0[i] = v16_i8(0xffff, v + r * ldv + 16 * i);
-            x1[i] = v16_i8(0xffff, v + (r + 1) * ldv + 16 * i);
+            x0[i] = v16_i8(0xffff, v + (int64_t)(idx ? idx[r] : r) * ldv + 16 * i);
+            x1[i] = v16_i8(0xffff, v + (int64_t)(idx ? idx[r + 1] : r + 1) * ldv + 16 * i);
         }
 #pragma GCC unroll 3
         for (int h = 0; h < nq; h++) {
@@ -313,7 +318,8 @@ INLINE void pv_rows_nq(int n, const int8_t *v, int64_t ldv, const float *w, int6
         for (int h = 0; h < nq; h++) {
             const __m512 w0 = _mm512_set1_ps(w[h * ld_w + r]);
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) a0[h][i] = _mm512_fmadd_ps(w0, v16_i8(0xffff, v + r * ldv + 16 * i), a0[h][i]);
+            for (int i = 0; i < 4; i++)
+                a0[h][i] = _mm512_fmadd_ps(w0, v16_i8(0xffff, v + (int64_t)(idx ? idx[r] : r) * ldv + 16 * i), a0[h][i]);
         }
     }
 #pragma GCC unroll 3
@@ -323,23 +329,25 @@ INLINE void pv_rows_nq(int n, const int8_t *v, int64_t ldv, const float *w, int6
 }
 
 static void pv_i8_multi(int n, int d, int nq, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                        float *p, int64_t ld_p, float *out, int64_t ld_o)
+                        const int32_t *idx, float *p, int64_t ld_p, float *out, int64_t ld_o)
 {
     (void)d; /* 64 */
     if (lds != 1) { /* the weights below read vd contiguously */
-        for (int h = 0; h < nq; h++) pv_i8(n, 64, v, ldv, vd, lds, NULL, p + h * ld_p, out + h * ld_o);
+        for (int h = 0; h < nq; h++) pv_i8(n, 64, v, ldv, vd, lds, idx, p + h * ld_p, out + h * ld_o);
         return;
     }
     for (int h = 0; h < nq; h++) {
         float *w = p + h * ld_p;
         int r = 0;
-        for (; r + 16 <= n; r += 16) _mm512_storeu_ps(w + r, _mm512_mul_ps(_mm512_loadu_ps(w + r), _mm512_loadu_ps(vd + r)));
-        for (; r < n; r++) w[r] = w[r] * vd[r];
+        if (!idx)
+            for (; r + 16 <= n; r += 16)
+                _mm512_storeu_ps(w + r, _mm512_mul_ps(_mm512_loadu_ps(w + r), _mm512_loadu_ps(vd + r)));
+        for (; r < n; r++) w[r] = w[r] * vd[idx ? idx[r] : r];
     }
     int h = 0;
-    for (; nq - h >= 3; h += 3) pv_rows_nq(n, v, ldv, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 3);
-    if (nq - h == 2) pv_rows_nq(n, v, ldv, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 2);
-    if (nq - h == 1) pv_rows_nq(n, v, ldv, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 1);
+    for (; nq - h >= 3; h += 3) pv_rows_nq(n, v, ldv, idx, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 3);
+    if (nq - h == 2) pv_rows_nq(n, v, ldv, idx, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 2);
+    if (nq - h == 1) pv_rows_nq(n, v, ldv, idx, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 1);
 }
 
 const qt_kv_ops qt_kv_avx512 = {.name = "avx512", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16,

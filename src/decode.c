@@ -26,7 +26,7 @@ struct qlm_ctx {
     float *k, *v;   /* [T][KD] */
     float *att;     /* [T][QD] attention output */
     float *g, *u;   /* [T][F] feed-forward gate and up */
-    float *scores;  /* [n_threads][window] attention weights */
+    float *scores;  /* [n_threads][n_head / n_head_kv][window] attention weights */
     int32_t *vis;   /* [n_threads][n_ctx] visible cells of a query, in order */
     int *vis_tok;   /* [n_threads][3] token whose list vis holds (-1: none), its length,
                        whether it is cells 0..n-1 in order */
@@ -88,7 +88,8 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->g = malloc(T * F * sizeof(float));
     c->u = malloc(T * F * sizeof(float));
     const size_t NT = (size_t)c->n_threads, win = (size_t)(n_ctx + 255) / 256 * 256;
-    c->scores = malloc(NT * win * sizeof(float));
+    const size_t group = (size_t)(hp->n_head_kv > 0 ? hp->n_head / hp->n_head_kv : 1);
+    c->scores = malloc(NT * (group > 1 ? group : 1) * win * sizeof(float));
     c->vis = malloc(NT * n_ctx * sizeof(int32_t));
     c->vis_tok = malloc(3 * NT * sizeof(int));
     c->q8 = malloc(NT * hp->head_dim);
@@ -208,9 +209,10 @@ static int pos_cmp(const void *a, const void *b, void *pos)
 }
 
 /* Query head h of batch token t; runs on thread th, whose scratch slots it
- * uses (its cached visible-cell list included).  by_group (a prompt's
- * path): the first head of each KV head's group may do the whole group
- * (gl_attn_group, same bits), the others then return at once. */
+ * uses (its cached visible-cell list included).  by_group: the first head
+ * of each KV head's group may do the whole group (gl_attn_group, same
+ * bits), the others then return at once (a static split of the heads
+ * among threads would then be unbalanced: such callers pass false). */
 static void attend(qlm_ctx *c, int layer, int t, int h, int th, const int32_t *pos, const int32_t *seq,
                    bool by_group)
 {
@@ -251,13 +253,13 @@ static void attend(qlm_ctx *c, int layer, int t, int h, int th, const int32_t *p
     const gl_kv_view vview = {
         .type = elem_of(kv->type_v), .ld = D, .lds = 1, .data = qlm_kv_v_at(kv, layer, kvh, 0),
         .scale = kv->v_scale ? qlm_kv_v_scale(kv, layer, kvh, 0) : NULL};
-    gl_attn_scratch sc = {.s = c->scores + (size_t)th * win, .q8 = c->q8 + (size_t)th * D,
+    gl_attn_scratch sc = {.s = c->scores + (size_t)th * group * win, .n_win = group, .q8 = c->q8 + (size_t)th * D,
                           .vrows = c->vrows + (kv->type_v == QLM_KV_F32 ? (size_t)th * n_ctx * D : 0)};
     const bool contiguous = c->vis_tok[3 * th + 2];
-    if (by_group && contiguous && !window && group > 1 && gl_attn_group_applies(D, &kview, &vview)) {
+    if (by_group && !window && group > 1 && gl_attn_group_applies(D, &kview, &vview)) {
         if (h % group == 0)
-            gl_attn_group(D, group, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n, n_ctx, &sc,
-                          c->att + (size_t)t * QD + (size_t)h * D);
+            gl_attn_group(D, group, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n,
+                          contiguous ? NULL : vis, n_ctx, &sc, c->att + (size_t)t * QD + (size_t)h * D);
         return;
     }
     const gl_attn_mask mask = {.row_pos = window ? kv->pos : NULL, .min_pos = pos[t] - window + 1};
@@ -322,6 +324,15 @@ static void qkv_finish(qlm_ctx *c, int l, int t, const gl_rope *rope, const int3
     qlm_kv_store(&c->kv, l, c->cells[t], k, v);
 }
 
+/* g = act(g) * u over n elements: the family's gated activation. */
+static void gate(const qlm_arch *a, float *g, const float *u, int64_t n)
+{
+    if (a->act == QLM_ACT_GELU)
+        gl_geglu(g, u, n);
+    else
+        gl_swiglu(g, u, n);
+}
+
 /* The layers of forward() in one parallel region.  Between matmuls the
  * threads share the tokens of the elementwise work (norms, activation
  * quantization, RoPE, KV stores, residual adds) instead of one thread
@@ -360,7 +371,6 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
             gl_matmul_plain(&L->wo, T, each, &o);
             gl_matmul_plain(&L->w_gate, T, each, &gu);
             gl_matmul_plain(&L->w_down, T, each, &dn);
-            const int64_t dn_blk = qt_get(dn.type)->block_size;
             /* the previous layer's feed-forward residual, then this one's norm */
             #pragma omp for schedule(static)
             for (int t0 = 0; t0 < T; t0 += U) {
@@ -385,7 +395,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 #pragma omp for schedule(dynamic, 1)
                 for (int t = 0; t < T; t++) {
                     qkv_finish(c, l, t, &rope, pos);
-                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq, false);
+                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq, true);
                     o.quantize(c->att + (size_t)t * QD, xq + (size_t)t * o.row_bytes, QD);
                 }
             } else {
@@ -411,28 +421,37 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 for (int t = t0; t < t0 + nt; t++)
                     gu.quantize(c->xn + (size_t)t * E, xq + (size_t)t * gu.row_bytes, E);
             }
-            /* Gate and up rows in pieces of whole blocks of down's
-             * activation type: a thread that made a piece's gate and up
-             * rows for every token gates them and quantizes those blocks
-             * at once (the ops work element by element, the quantizer
-             * block by block, so the bits are the whole rows'), where
-             * otherwise it would wait at one more barrier. */
-            const int64_t P = (32 + dn_blk - 1) / dn_blk * dn_blk;
             /* down's quantized input goes after gate/up's, which other
              * threads may still be reading */
             uint8_t *xd = xq + ((size_t)T * gu.row_bytes + 63) / 64 * 64;
-            #pragma omp for schedule(static)
-            for (int64_t r0 = 0; r0 < F; r0 += P) {
-                const int64_t n = F - r0 < P ? F - r0 : P;
-                gl_matmul_rows_range(&L->w_gate, c->g, xq, gu.row_bytes, T, r0, n);
-                gl_matmul_rows_range(&L->w_up, c->u, xq, gu.row_bytes, T, r0, n);
+            if (dn.by_blocks) {
+                /* Gate and up rows in pieces of whole blocks of down's
+                 * activation type: a thread that made a piece's gate and
+                 * up rows for every token gates them and quantizes those
+                 * blocks at once (the ops work element by element, the
+                 * quantizer block by block, so the bits are the whole
+                 * rows'), where otherwise it would wait at one more
+                 * barrier. */
+                const int64_t blk = qt_get(dn.type)->block_size, P = (32 + blk - 1) / blk * blk;
+                #pragma omp for schedule(static)
+                for (int64_t r0 = 0; r0 < F; r0 += P) {
+                    const int64_t n = F - r0 < P ? F - r0 : P;
+                    gl_matmul_rows_range(&L->w_gate, c->g, xq, gu.row_bytes, T, r0, n);
+                    gl_matmul_rows_range(&L->w_up, c->u, xq, gu.row_bytes, T, r0, n);
+                    for (int t = 0; t < T; t++) {
+                        float *g = c->g + (size_t)t * F + r0;
+                        gate(a, g, c->u + (size_t)t * F + r0, n);
+                        dn.quantize(g, xd + (size_t)t * dn.row_bytes + qt_row_size(dn.type, r0), n);
+                    }
+                }
+            } else {
+                const gl_tensor *wgu[] = {&L->w_gate, &L->w_up};
+                float *const ygu[] = {c->g, c->u};
+                gl_matmul_rows(2, wgu, ygu, xq, gu.row_bytes, T);
+                #pragma omp for schedule(static)
                 for (int t = 0; t < T; t++) {
-                    float *g = c->g + (size_t)t * F + r0;
-                    if (a->act == QLM_ACT_GELU)
-                        gl_geglu(g, c->u + (size_t)t * F + r0, n);
-                    else
-                        gl_swiglu(g, c->u + (size_t)t * F + r0, n);
-                    dn.quantize(g, xd + (size_t)t * dn.row_bytes + qt_row_size(dn.type, r0), n);
+                    gate(a, c->g + (size_t)t * F, c->u + (size_t)t * F, F);
+                    dn.quantize(c->g + (size_t)t * F, xd + (size_t)t * dn.row_bytes, F);
                 }
             }
             const gl_tensor *wd[] = {&L->w_down};

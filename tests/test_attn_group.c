@@ -23,18 +23,23 @@ static void check(const char *name, gl_kv_elem type, int d)
 {
     static int8_t k8[MAXN * MAXD], v8[MAXN * MAXD];
     static float kf[MAXN * MAXD], vf[MAXN * MAXD], ks[MAXN], vs[MAXN], q[MAXQ * MAXD], got[MAXQ * MAXD],
-        want[MAXQ * MAXD], s[MAXQ * (MAXN + 16)];
+        want[MAXQ * MAXD], s[MAXQ * (MAXN + 16)], vrows[MAXN * MAXD];
     static int8_t q8[MAXD];
     uint64_t seed = 3;
     TEST_BEGIN(name);
     const int ns[] = {1, 2, 15, 16, 17, 40, 64, 100, 257};
     for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
         for (int nq = 1; nq <= MAXQ; nq++)
-            for (int ctx_i = 0; ctx_i < 2; ctx_i++) {
+            for (int ctx_i = 0; ctx_i < 4; ctx_i++) {
                 const int n = ns[ni];
                 /* a cache just big enough (the group's scores do not fit
                  * the scratch: allocated) or roomy (they fit) */
-                const int n_ctx = ctx_i ? MAXN : n;
+                const int n_ctx = ctx_i % 2 ? MAXN : n;
+                /* ctx_i >= 2: the rows through an index, in an order not
+                 * theirs (a batched decoding step's cells) */
+                int32_t idx[MAXN];
+                for (int r = 0; r < n; r++) idx[r] = r % 2 ? n - 1 - r / 2 : r / 2;
+                const int32_t *ix = ctx_i >= 2 ? idx : NULL;
                 for (int i = 0; i < n * d; i++) {
                     k8[i] = (int8_t)(rnd(&seed) % 255 - 127);
                     v8[i] = (int8_t)(rnd(&seed) % 255 - 127);
@@ -50,13 +55,16 @@ static void check(const char *name, gl_kv_elem type, int d)
                                        .scale = type == GL_KV_I8 ? ks : NULL, .lds = 1};
                 const gl_kv_view vv = {.type = type, .data = type == GL_KV_I8 ? (const void *)v8 : vf, .ld = d,
                                        .scale = type == GL_KV_I8 ? vs : NULL, .lds = 1};
-                gl_attn_scratch sc = {.s = s, .q8 = q8, .vrows = NULL};
+                gl_attn_scratch sc = {.s = s, .q8 = q8, .vrows = vrows};
                 for (int h = 0; h < nq; h++)
-                    gl_attn_head(d, q + h * d, 0.125f, &kv, &vv, n, NULL, NULL, n_ctx, 0, &sc, want + h * d);
-                gl_attn_group(d, nq, q, 0.125f, &kv, &vv, n, n_ctx, &sc, got);
+                    gl_attn_head(d, q + h * d, 0.125f, &kv, &vv, n, ix, NULL, n_ctx, 0, &sc, want + h * d);
+                /* a roomy cache's scratch declared as nq windows (s holds
+                 * them), so the group's scores go there, not to the heap */
+                sc.n_win = ctx_i % 2 ? nq : 0;
+                gl_attn_group(d, nq, q, 0.125f, &kv, &vv, n, ix, n_ctx, &sc, got);
                 for (int i = 0; i < nq * d; i++)
-                    CHECK(!memcmp(&got[i], &want[i], sizeof got[i]), "n=%d nq=%d n_ctx=%d h=%d e=%d: %.9g vs %.9g", n,
-                          nq, n_ctx, i / d, i % d, got[i], want[i]);
+                    CHECK(!memcmp(&got[i], &want[i], sizeof got[i]), "n=%d nq=%d n_ctx=%d idx %d h=%d e=%d: %.9g vs %.9g", n,
+                          nq, n_ctx, ix != NULL, i / d, i % d, got[i], want[i]);
             }
     TEST_END();
 }

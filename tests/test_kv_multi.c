@@ -2,7 +2,8 @@
  * pv_i8_multi): every query's result bit-identical to the one-query
  * reference kernels, for row counts across the 16-row blocks and the
  * 2-row chains, query counts across the kernels' groups, and extreme
- * bytes; nothing written outside the results. */
+ * bytes, over rows in order and through an index (a batched decoding
+ * step's cells); nothing written outside the results. */
 #include <math.h>
 #include <string.h>
 
@@ -34,6 +35,14 @@ static int8_t byte_of(uint64_t *s, int kind, int is_q)
     }
 }
 
+/* The n rows in an order that is not theirs: from both ends inward. */
+static const int32_t *order(int n)
+{
+    static int32_t idx[MAXN];
+    for (int r = 0; r < n; r++) idx[r] = r % 2 ? n - 1 - r / 2 : r / 2;
+    return idx;
+}
+
 static void check_set(const char *name, const qt_kv_ops *ops)
 {
     const qt_kv_ops *ref = qt_kv_ref();
@@ -51,19 +60,20 @@ static void check_set(const char *name, const qt_kv_ops *ops)
         for (int kind = 0; kind < 4; kind++)
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
                 for (int nq = 1; nq <= MAXQ; nq += (nq < 9 ? 1 : 2))
-                    for (int li = 0; li < 2; li++) {
-                        const int n = ns[ni], ldk = ldks[li], ld_s = n + PAD;
+                    for (int li = 0; li < 4; li++) {
+                        const int n = ns[ni], ldk = ldks[li % 2], ld_s = n + PAD;
+                        const int32_t *ix = li >= 2 ? order(n) : NULL;
                         for (int i = 0; i < n * ldk; i++) k[i] = byte_of(&seed, kind, 0);
                         for (int i = 0; i < nq * D; i++) q[i] = byte_of(&seed, kind, 1);
                         for (int r = 0; r < n; r++) kd[r] = frand(&seed) * 0.05f;
                         for (int h = 0; h < nq; h++) qd[h] = frand(&seed) * 0.01f;
                         for (int i = 0; i < nq * ld_s; i++) s[i] = 7.0f;
-                        ops->qk_i8_multi(n, D, nq, q, qd, k, ldk, kd, 1, s, ld_s);
+                        ops->qk_i8_multi(n, D, nq, q, qd, k, ldk, kd, 1, ix, s, ld_s);
                         for (int h = 0; h < nq; h++) {
-                            ref->qk_i8(n, D, q + h * D, qd[h], k, ldk, kd, 1, NULL, want);
+                            ref->qk_i8(n, D, q + h * D, qd[h], k, ldk, kd, 1, ix, want);
                             for (int r = 0; r < n; r++)
-                                CHECK(same_bits(s[h * ld_s + r], want[r]), "kind %d n=%d nq=%d ldk=%d h=%d r=%d: %.9g vs %.9g",
-                                      kind, n, nq, ldk, h, r, s[h * ld_s + r], want[r]);
+                                CHECK(same_bits(s[h * ld_s + r], want[r]), "kind %d n=%d nq=%d ldk=%d idx %d h=%d r=%d: %.9g vs %.9g",
+                                      kind, n, nq, ldk, ix != NULL, h, r, s[h * ld_s + r], want[r]);
                             for (int r = n; r < ld_s; r++)
                                 CHECK(s[h * ld_s + r] == 7.0f, "n=%d nq=%d h=%d: wrote past the row at %d", n, nq, h, r);
                         }
@@ -77,21 +87,23 @@ static void check_set(const char *name, const qt_kv_ops *ops)
         for (int kind = 0; kind < 4; kind++)
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
                 for (int nq = 1; nq <= MAXQ; nq += (nq < 9 ? 1 : 2))
-                    for (int lds = 1; lds <= 2; lds++) {
+                    for (int li = 0; li < 4; li++) {
+                        const int lds = 1 + li % 2;
                         const int n = ns[ni], ldv = ldks[lds - 1], ld_p = n + PAD, ld_o = D + PAD;
+                        const int32_t *ix = li >= 2 ? order(n) : NULL;
                         for (int i = 0; i < n * ldv; i++) v[i] = byte_of(&seed, kind, 0);
                         for (int r = 0; r < n * lds; r++) vd[r] = frand(&seed) * 0.05f;
                         for (int i = 0; i < nq * ld_p; i++) p[i] = kind == 3 && rnd(&seed) % 4 == 0 ? 0.0f : frand(&seed);
                         for (int i = 0; i < nq * ld_o; i++) out[i] = 7.0f;
                         float keep[MAXQ][MAXN];
                         for (int h = 0; h < nq; h++) memcpy(keep[h], p + h * ld_p, sizeof(float) * (size_t)n);
-                        ops->pv_i8_multi(n, D, nq, v, ldv, vd, lds, p, ld_p, out, ld_o);
+                        ops->pv_i8_multi(n, D, nq, v, ldv, vd, lds, ix, p, ld_p, out, ld_o);
                         for (int h = 0; h < nq; h++) {
                             memcpy(p1, keep[h], sizeof(float) * (size_t)n);
-                            ref->pv_i8(n, D, v, ldv, vd, lds, NULL, p1, o1);
+                            ref->pv_i8(n, D, v, ldv, vd, lds, ix, p1, o1);
                             for (int e = 0; e < D; e++)
-                                CHECK(same_bits(out[h * ld_o + e], o1[e]), "kind %d n=%d nq=%d lds=%d h=%d e=%d: %.9g vs %.9g",
-                                      kind, n, nq, lds, h, e, out[h * ld_o + e], o1[e]);
+                                CHECK(same_bits(out[h * ld_o + e], o1[e]), "kind %d n=%d nq=%d lds=%d idx %d h=%d e=%d: %.9g vs %.9g",
+                                      kind, n, nq, lds, ix != NULL, h, e, out[h * ld_o + e], o1[e]);
                             for (int e = D; e < ld_o; e++)
                                 CHECK(out[h * ld_o + e] == 7.0f, "n=%d nq=%d h=%d: wrote past the output at %d", n, nq, h, e);
                         }
