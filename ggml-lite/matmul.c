@@ -267,8 +267,8 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
         for (int64_t g = 0; g < row_tiles(w); g++) rows_vec_dot(tr, w, xq, xq_row, y, 1, g);
         return 0;
     }
-    if (!tiny && tr->vec_dot_tile) {
-        #pragma omp parallel for schedule(static)
+    if (!tiny && tr->vec_dot_tile) { /* guided for the same reason (a batched step's output head) */
+        #pragma omp parallel for schedule(guided)
         for (int64_t g = 0; g < row_tiles(w); g++) rows_vec_dot(tr, w, xq, xq_row, y, n_tokens, g);
         return 0;
     }

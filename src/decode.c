@@ -554,12 +554,15 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
 
     /* output head, only for rows that asked for logits */
     int n_out = 0;
-    for (int t = 0; t < T; t++)
-        if (b->logits[off + t]) {
-            gl_rmsnorm(c->xn + (size_t)n_out * E, c->x + (size_t)t * E, m->output_norm, 1, E,
-                       hp->norm_eps);
-            n_out++;
+    for (int t = 0; t < T;) { /* runs of such rows: one norm call each (up to 4 rows cost one) */
+        int t1 = t;
+        while (t1 < T && b->logits[off + t1]) t1++;
+        if (t1 > t) {
+            gl_rmsnorm(c->xn + (size_t)n_out * E, c->x + (size_t)t * E, m->output_norm, t1 - t, E, hp->norm_eps);
+            n_out += t1 - t;
         }
+        t = t1 + 1;
+    }
     if (n_out) {
         float *lg = c->logits + (size_t)c->n_logits * hp->n_vocab;   /* [n_out][V] */
         mul(&m->output, c->xn, lg, n_out, c->mm);
