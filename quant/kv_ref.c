@@ -8,7 +8,7 @@
 #include "f32ops.h"
 #include "fp16.h"
 
-float qt_kv_quantize_i8(int n, const float *x, int8_t *q)
+static float ref_quantize_i8(int n, const float *x, int8_t *q)
 {
     float amax = 0.0f;
     for (int i = 0; i < n; i++) amax = fmaxf(amax, fabsf(x[i]));
@@ -70,7 +70,7 @@ static void ref_pv_f16(int n, int d, const uint16_t *v, int64_t ldv, const int32
 }
 
 static const qt_kv_ops ref_ops = {.name = "scalar", .qk_i8 = ref_qk_i8, .qk_f16 = ref_qk_f16,
-                                  .pv_i8 = ref_pv_i8, .pv_f16 = ref_pv_f16};
+                                  .pv_i8 = ref_pv_i8, .pv_f16 = ref_pv_f16, .quantize_i8 = ref_quantize_i8};
 
 const qt_kv_ops *qt_kv_ref(void) { return &ref_ops; }
 
@@ -86,4 +86,10 @@ const qt_kv_ops *qt_kv(void)
     }
 #endif
     return &ref_ops;
+}
+
+float qt_kv_quantize_i8(int n, const float *x, int8_t *q)
+{
+    const qt_kv_ops *ops = qt_kv();
+    return ops->quantize_i8 ? ops->quantize_i8(n, x, q) : ref_quantize_i8(n, x, q);
 }

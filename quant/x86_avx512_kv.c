@@ -350,11 +350,36 @@ static void pv_i8_multi(int n, int d, int nq, const int8_t *v, int64_t ldv, cons
     if (nq - h == 1) pv_rows_nq(n, v, ldv, idx, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 1);
 }
 
+/* ---- int8 quantizer (kv_ref.c's, the same bits) -----------------------
+ * max(|x|) ignoring NaNs as fmaxf does (vmaxps returns its second operand,
+ * the running maximum, when the first is NaN; the maximum of the rest
+ * does not depend on the order), one scalar division each for d and its
+ * inverse, then x * id rounded in the current mode as lrintf (NaN and
+ * out-of-range products become INT32_MIN here and LONG_MIN there, both
+ * clamped to -127), clamped to +-127. */
+static float quantize_i8(int n, const float *x, int8_t *q)
+{
+    __m512 m = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) m = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + i)), m);
+    if (i < n) m = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(mask16(n - i), x + i)), m);
+    const float amax = _mm512_reduce_max_ps(m);
+    const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const __m512 vid = _mm512_set1_ps(id);
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = mask16(n - i);
+        const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), vid));
+        _mm_mask_storeu_epi8(q + i, k, _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(v, lo), hi)));
+    }
+    return d;
+}
+
 const qt_kv_ops qt_kv_avx512 = {.name = "avx512", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16,
-                                .pv_i8_multi = pv_i8_multi};
+                                .pv_i8_multi = pv_i8_multi, .quantize_i8 = quantize_i8};
 const qt_kv_ops qt_kv_avx512_vnni = {.name = "avx512-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16,
                                      .pv_i8 = pv_i8, .pv_f16 = pv_f16, .qk_i8_multi = qk_i8_multi,
-                                     .pv_i8_multi = pv_i8_multi};
+                                     .pv_i8_multi = pv_i8_multi, .quantize_i8 = quantize_i8};
 
 #else
 typedef int qt_x86_avx512_kv_unused;

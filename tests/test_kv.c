@@ -62,6 +62,36 @@ static void check_set(const qt_kv_ops *ops)
     }
     TEST_END();
 
+    if (ops->quantize_i8) {
+        snprintf(name, sizeof name, "kv_%s/quantize_i8", ops->name);
+        TEST_BEGIN(name);
+        static float x[LD];
+        int8_t a[LD], b[LD];
+        /* kind 0 random, 1 a NaN, 2 an infinity, 3 zeros and -0, 4 tiny
+         * (127 / amax overflows), 5 subnormals, 6 values at the rounding
+         * ties of the scaled grid */
+        for (int kind = 0; kind < 7; kind++)
+            for (size_t t = 0; t < sizeof ds / sizeof ds[0]; t++) {
+                const int d = ds[t];
+                for (int i = 0; i < d; i++) {
+                    const float r = frand(&seed);
+                    x[i] = kind == 3 ? (i % 2 ? -0.0f : 0.0f)
+                         : kind == 4 ? r * 1e-38f
+                         : kind == 5 ? r * 1e-42f
+                         : kind == 6 ? (float)((int)(r * 254.0f) - 127) * 0.5f
+                                     : r * 4.0f;
+                }
+                if (kind == 1) x[d / 2] = NAN;
+                if (kind == 2) x[d - 1] = -INFINITY;
+                memset(a, 0x55, sizeof a);
+                memset(b, 0x55, sizeof b);
+                const float da = ops->quantize_i8(d, x, a), db = ref->quantize_i8(d, x, b);
+                CHECK(same_bits(da, db), "kind %d d=%d: scale %.9g vs %.9g", kind, d, da, db);
+                CHECK(!memcmp(a, b, sizeof a), "kind %d d=%d: the int8 values (or bytes past them) differ", kind, d);
+            }
+        TEST_END();
+    }
+
     snprintf(name, sizeof name, "kv_%s/pv", ops->name);
     TEST_BEGIN(name);
     for (size_t t = 0; t < sizeof ds / sizeof ds[0]; t++)
