@@ -46,13 +46,11 @@ void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n,
     }
 }
 
-static void rope_token(float *x, const int32_t *pos, int t, int n_head, int head_dim, const gl_rope *r,
-                       float theta_scale)
+/* Token position p's cos and sin for each of the n_rot/2 pairs. */
+static void rope_angles(float cs[][2], int32_t p, const gl_rope *r, float theta_scale)
 {
-    const int half = r->n_rot / 2;
-    float cs[GL_ROPE_MAX_DIM / 2][2];
-    float theta = (float)pos[t];
-    for (int i = 0; i < half; i++) {
+    float theta = (float)p;
+    for (int i = 0; i < r->n_rot / 2; i++) {
         float th = theta;
         if (r->freq_factors) th /= r->freq_factors[i];
         th *= r->freq_scale;
@@ -60,8 +58,14 @@ static void rope_token(float *x, const int32_t *pos, int t, int n_head, int head
         cs[i][1] = sinf(th) * r->mscale;
         theta *= theta_scale;
     }
+}
+
+/* n_head heads of head_dim at x, rotated by one token's angles. */
+static void rope_heads(float *x, int n_head, int head_dim, const float cs[][2], const gl_rope *r)
+{
+    const int half = r->n_rot / 2;
     for (int h = 0; h < n_head; h++) {
-        float *v = x + ((int64_t)t * n_head + h) * head_dim;
+        float *v = x + (int64_t)h * head_dim;
         /* As llama.cpp's compiled rotate loop rounds: the cos product
          * is fused into the first output and the sin product into the
          * second, the other product rounded first. */
@@ -75,18 +79,36 @@ static void rope_token(float *x, const int32_t *pos, int t, int n_head, int head
     }
 }
 
+/* ggml derives each pair's angle by repeated multiplication; doing the
+ * same keeps our angles bit-identical to llama.cpp's. */
+static float rope_theta_scale(const gl_rope *r) { return powf(r->freq_base, -2.0f / (float)r->n_rot); }
+
+static void rope_token(float *x, const int32_t *pos, int t, int n_head, int head_dim, const gl_rope *r,
+                       float theta_scale)
+{
+    float cs[GL_ROPE_MAX_DIM / 2][2];
+    rope_angles(cs, pos[t], r, theta_scale);
+    rope_heads(x + (int64_t)t * n_head * head_dim, n_head, head_dim, cs, r);
+}
+
 void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int head_dim,
                    const gl_rope *r)
 {
-    /* ggml derives each pair's angle by repeated multiplication; doing the
-     * same keeps our angles bit-identical to llama.cpp's. */
-    const float theta_scale = powf(r->freq_base, -2.0f / (float)r->n_rot);
+    const float theta_scale = rope_theta_scale(r);
     if ((int64_t)n_tokens * n_head * head_dim >= PAR_MIN) {
         #pragma omp parallel for schedule(static)
         for (int t = 0; t < n_tokens; t++) rope_token(x, pos, t, n_head, head_dim, r, theta_scale);
     } else {
         for (int t = 0; t < n_tokens; t++) rope_token(x, pos, t, n_head, head_dim, r, theta_scale);
     }
+}
+
+void gl_rope_apply_qk(float *q, int n_head, float *k, int n_head_kv, int32_t pos, int head_dim, const gl_rope *r)
+{
+    float cs[GL_ROPE_MAX_DIM / 2][2];
+    rope_angles(cs, pos, r, rope_theta_scale(r));
+    rope_heads(q, n_head, head_dim, cs, r);
+    rope_heads(k, n_head_kv, head_dim, cs, r);
 }
 
 void gl_swiglu(float *g, const float *u, int64_t n)

@@ -37,6 +37,9 @@ typedef struct gl_rope {
 } gl_rope;
 void gl_rope_apply(float *x, const int32_t *pos, int n_tokens, int n_head, int head_dim,
                    const gl_rope *r);
+/* One token's Q (n_head heads) and K (n_head_kv heads) at position pos,
+ * as two gl_rope_apply calls would, the angles worked out once; serial. */
+void gl_rope_apply_qk(float *q, int n_head, float *k, int n_head_kv, int32_t pos, int head_dim, const gl_rope *r);
 
 /* x[i] = silu(g[i]) * u[i], in place into g. */
 void gl_swiglu(float *g, const float *u, int64_t n);

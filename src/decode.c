@@ -318,8 +318,7 @@ static void qkv_finish(qlm_ctx *c, int l, int t, const gl_rope *rope, const int3
         gl_rmsnorm(q, q, L->q_norm, hp->n_head, D, hp->norm_eps);
         gl_rmsnorm(k, k, L->k_norm, hp->n_head_kv, D, hp->norm_eps);
     }
-    gl_rope_apply(q, &pos[t], 1, hp->n_head, D, rope);
-    gl_rope_apply(k, &pos[t], 1, hp->n_head_kv, D, rope);
+    gl_rope_apply_qk(q, hp->n_head, k, hp->n_head_kv, pos[t], D, rope);
     if (a->scale_q) gl_scale(q, hp->attn_scale, QD);
     qlm_kv_store(&c->kv, l, c->cells[t], k, v);
 }
