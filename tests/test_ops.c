@@ -193,6 +193,13 @@ int main(void)
                     for (int j = 0; j < 3; j++)
                         CHECK(!memcmp(y[j], ye[j], sizeof(float) * R[j] * T), "%s T=%d weight %d differs",
                               tr->name, T, j);
+                    /* gl_matmul_rows_range: weight 0's 37 rows in uneven
+                     * ranges (3, 32, 2), each on its own */
+                    memset(y[0], 0, sizeof(float) * R[0] * T);
+                    const int64_t cut[] = {0, 3, 35, 37};
+                    for (int c = 0; c < 3; c++)
+                        gl_matmul_rows_range(&w[0], y[0], scratch, act[0].row_bytes, T, cut[c], cut[c + 1] - cut[c]);
+                    CHECK(!memcmp(y[0], ye[0], sizeof(float) * R[0] * T), "%s T=%d: row ranges differ", tr->name, T);
                 }
                 for (int j = 0; j < 3; j++) { free(wq[j]); free(y[j]); free(ye[j]); }
                 free(xf); free(wf); free(scratch);
