@@ -209,5 +209,39 @@ int main(void)
     }
     TEST_END();
 
+    /* A tall Q8_0 matrix (an output head) times a few tokens in their
+     * one-token order: matmul hands out its rows in larger calls there,
+     * the last one short; every output must be vec_dot's. */
+    TEST_BEGIN("matmul_each_tall_equals_vec_dot");
+    {
+        const qt_traits *tr = qt_get(QT_Q8_0), *at = qt_get(tr->vec_dot_type);
+        const int64_t K = 64, R = 8192 + 8 * 128 + 37;
+        const int T = 8;
+        const size_t rb = qt_row_size(QT_Q8_0, K), ab = qt_row_size(tr->vec_dot_type, K);
+        gl_tensor w = {.type = QT_Q8_0, .ne = {K, R, 1, 1}, .row_bytes = rb};
+        float *wf = malloc(sizeof(float) * K), *xf = malloc(sizeof(float) * K * T), *y = malloc(sizeof(float) * R * T);
+        uint8_t *wq = malloc(rb * R), *xq = malloc(ab * T);
+        void *scratch = malloc(gl_matmul_scratch(&w, T) + 1);
+        for (int64_t r = 0; r < R; r++) {
+            for (int64_t i = 0; i < K; i++) wf[i] = frand(&seed);
+            tr->from_float(wf, wq + rb * r, K);
+        }
+        w.data = wq;
+        for (int64_t i = 0; i < K * T; i++) xf[i] = frand(&seed);
+        const qt_from_float_fn quant = at->quantize_act ? at->quantize_act : at->from_float;
+        for (int t = 0; t < T; t++) quant(xf + K * t, xq + ab * t, K);
+        gl_matmul_each(&w, xf, y, T, scratch);
+        int bad = 0;
+        for (int64_t r = 0; r < R; r++)
+            for (int t = 0; t < T; t++) {
+                float want;
+                tr->vec_dot((int)K, &want, wq + rb * r, xq + ab * t);
+                bad += memcmp(&want, &y[(int64_t)t * R + r], sizeof want) != 0;
+            }
+        CHECK(bad == 0, "%d of %lld outputs differ from vec_dot", bad, (long long)(R * T));
+        free(wf); free(xf); free(y); free(wq); free(xq); free(scratch);
+    }
+    TEST_END();
+
     TEST_EXIT();
 }
