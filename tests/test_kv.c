@@ -43,13 +43,18 @@ static void check_set(const qt_kv_ops *ops)
 
     snprintf(name, sizeof name, "kv_%s/qk_i8", ops->name);
     TEST_BEGIN(name);
+    /* row counts with every remainder of the kernels' 16-row blocks */
+    const int qk_ns[] = {1, 5, 15, 16, 17, 38, 97, 110, 127};
     for (size_t t = 0; t < sizeof ds / sizeof ds[0]; t++)
-        for (int use_idx = 0; use_idx < 2; use_idx++) {
-            const int d = ds[t], n = 97;
-            ops->qk_i8(n, d, q8, 0.37f, k8, LD, kd, 3, use_idx ? idx : NULL, s1);
-            ref->qk_i8(n, d, q8, 0.37f, k8, LD, kd, 3, use_idx ? idx : NULL, s2);
-            for (int r = 0; r < n; r++) CHECK(same_bits(s1[r], s2[r]), "d=%d r=%d: %.9g vs %.9g", d, r, s1[r], s2[r]);
-        }
+        for (size_t ni = 0; ni < sizeof qk_ns / sizeof qk_ns[0]; ni++)
+            for (int use_idx = 0; use_idx < 2; use_idx++) {
+                const int d = ds[t], n = qk_ns[ni];
+                for (int r = 0; r <= n; r++) s1[r] = s2[r] = 7.0f;
+                ops->qk_i8(n, d, q8, 0.37f, k8, LD, kd, 3, use_idx ? idx : NULL, s1);
+                ref->qk_i8(n, d, q8, 0.37f, k8, LD, kd, 3, use_idx ? idx : NULL, s2);
+                for (int r = 0; r <= n; r++)
+                    CHECK(same_bits(s1[r], s2[r]), "d=%d n=%d r=%d: %.9g vs %.9g", d, n, r, s1[r], s2[r]);
+            }
     TEST_END();
 
     snprintf(name, sizeof name, "kv_%s/qk_f16", ops->name);
