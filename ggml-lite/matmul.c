@@ -270,8 +270,8 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
     if (!tiny && tr->vec_dot_tile) {
         /* Guided for the same reason (a batched step's output head).  A
          * tall matrix goes in calls of BIG_ROWS rows: each call prepares
-         * its columns once (x86_tile.inc), a tenth of a 32-row call's work
-         * at 8 columns. */
+         * its columns once (x86_tile.inc), at 8 columns about a tenth of
+         * a 32-row call's work. */
         const int64_t rows = w->ne[1] >= (int64_t)BIG_ROWS * 64 ? BIG_ROWS : TILE_ROWS;
         #pragma omp parallel for schedule(guided)
         for (int64_t r = 0; r < w->ne[1]; r += rows)

@@ -34,6 +34,8 @@ typedef struct qt_kv_ops {
     /* out[e] = sum_r p[r] * f32(V_c[e]). */
     void (*pv_f16)(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *idx,
                    const float *p, float *out);
+    /* qt_kv_quantize_i8 (below), the same bits; NULL: the reference. */
+    float (*quantize_i8)(int n, const float *x, int8_t *q);
     /* Several queries over the same rows (a KV head's query heads): each
      * row is read, and its layout work done, once for all of them.  Each
      * result is bit-identical to the one-query kernel's over the same
@@ -42,8 +44,6 @@ typedef struct qt_kv_ops {
      * qk_i8_multi: s + h * ld_s gets qk_i8(n, d, q + h * d, qd[h], ...).
      * pv_i8_multi: out + h * ld_o gets pv_i8(n, d, ..., p + h * ld_p, ...);
      * p is overwritten (with p[r] * vd[c * lds]). */
-    /* qt_kv_quantize_i8 (below), the same bits; NULL: the reference. */
-    float (*quantize_i8)(int n, const float *x, int8_t *q);
     void (*qk_i8_multi)(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
                         const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s);
     void (*pv_i8_multi)(int n, int d, int nq, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
