@@ -1,5 +1,6 @@
 #include "ggml-lite/matmul.h"
 
+#include <omp.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -146,12 +147,20 @@ static void rows_vec_dot(const qt_traits *tr, const gl_tensor *w, const void *xq
     rows_dot(tr, w, xq, xq_row, y, n_tokens, r, (int)(w->ne[1] - r < TILE_ROWS ? w->ne[1] - r : TILE_ROWS));
 }
 
+/* Rows per call of a thread's run of rows: a call prepares its columns
+ * once (x86_tile.inc), so with one group of up to 8 columns, where each
+ * weight row is read once whatever the call's length, long calls; more
+ * columns pass over a call's rows once per group, which then stay in L1
+ * at TILE_ROWS. */
+static int64_t call_rows(int n_tokens) { return n_tokens <= 8 ? 32 * TILE_ROWS : TILE_ROWS; }
+
 void gl_matmul_rows_range(const gl_tensor *w, float *y, const void *xq, size_t xq_row, int n_tokens, int64_t r0,
                           int64_t n)
 {
     const qt_traits *tr = qt_get(w->type);
-    for (int64_t r = r0; r < r0 + n; r += TILE_ROWS)
-        rows_dot(tr, w, xq, xq_row, y, n_tokens, r, (int)(r0 + n - r < TILE_ROWS ? r0 + n - r : TILE_ROWS));
+    const int64_t step = call_rows(n_tokens);
+    for (int64_t r = r0; r < r0 + n; r += step)
+        rows_dot(tr, w, xq, xq_row, y, n_tokens, r, (int)(r0 + n - r < step ? r0 + n - r : step));
 }
 
 bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)
@@ -176,13 +185,23 @@ void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const
 {
     int64_t total = 0;
     for (int i = 0; i < n_w; i++) total += row_tiles(w[i]);
-    #pragma omp for schedule(static)
-    for (int64_t g = 0; g < total; g++) {
+    /* The tiles in contiguous shares, as a static `omp for` deals them;
+     * a share's tiles of one weight go in calls of call_rows rows. */
+    const int64_t nth = omp_get_num_threads(), th = omp_get_thread_num(), q = total / nth, rem = total % nth;
+    const int64_t g0 = th * q + (th < rem ? th : rem), g1 = g0 + q + (th < rem);
+    const int64_t max_tiles = call_rows(n_tokens) / TILE_ROWS;
+    for (int64_t g = g0; g < g1;) {
         int i = 0;
         int64_t gi = g;
         while (gi >= row_tiles(w[i])) gi -= row_tiles(w[i++]);
-        rows_vec_dot(qt_get(w[i]->type), w[i], xq, xq_row, y[i], n_tokens, gi);
+        int64_t run = row_tiles(w[i]) - gi;
+        if (run > g1 - g) run = g1 - g;
+        if (run > max_tiles) run = max_tiles;
+        const int64_t r = gi * TILE_ROWS, end = (gi + run) * TILE_ROWS < w[i]->ne[1] ? (gi + run) * TILE_ROWS : w[i]->ne[1];
+        rows_dot(qt_get(w[i]->type), w[i], xq, xq_row, y[i], n_tokens, r, (int)(end - r));
+        g += run;
     }
+    #pragma omp barrier
 }
 
 static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch, bool each)

@@ -435,7 +435,9 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                  * quantizer block by block, so the bits are the whole
                  * rows'), where otherwise it would wait at one more
                  * barrier. */
-                const int64_t blk = qt_get(dn.type)->block_size, P = (32 + blk - 1) / blk * blk;
+                const int64_t blk = qt_get(dn.type)->block_size, P0 = (32 + blk - 1) / blk * blk,
+                              n_p0 = (F + P0 - 1) / P0,
+                              P = (n_p0 + c->n_threads - 1) / c->n_threads * P0; /* a piece per thread */
                 #pragma omp for schedule(static)
                 for (int64_t r0 = 0; r0 < F; r0 += P) {
                     const int64_t n = F - r0 < P ? F - r0 : P;
