@@ -118,7 +118,7 @@ static void matmul_tiles(const qt_tiles *tiles, const gl_tensor *w, const void *
 
 /* Rows per unit of work in the vec_dot paths: few enough to keep a static
  * split balanced, enough for the tile kernels' row blocks. */
-enum { TILE_ROWS = 32, BIG_ROWS = 128 };
+enum { TILE_ROWS = 32, BIG_ROWS = 512 };
 
 static int64_t row_tiles(const gl_tensor *w) { return (w->ne[1] + TILE_ROWS - 1) / TILE_ROWS; }
 
@@ -288,10 +288,11 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
     }
     if (!tiny && tr->vec_dot_tile) {
         /* Guided for the same reason (a batched step's output head).  A
-         * tall matrix goes in calls of BIG_ROWS rows: each call prepares
-         * its columns once (x86_tile.inc), at 8 columns about a tenth of
-         * a 32-row call's work. */
-        const int64_t rows = w->ne[1] >= (int64_t)BIG_ROWS * 64 ? BIG_ROWS : TILE_ROWS;
+         * matrix tall enough for 16 calls per thread goes in calls of
+         * BIG_ROWS rows: each call prepares its columns once
+         * (x86_tile.inc), at 8 columns about a tenth of a 32-row call's
+         * work. */
+        const int64_t rows = w->ne[1] >= (int64_t)BIG_ROWS * 16 * omp_get_max_threads() ? BIG_ROWS : TILE_ROWS;
         #pragma omp parallel for schedule(guided)
         for (int64_t r = 0; r < w->ne[1]; r += rows)
             rows_dot(tr, w, xq, xq_row, y, n_tokens, r, (int)(w->ne[1] - r < rows ? w->ne[1] - r : rows));

@@ -1,6 +1,7 @@
 /* test_ops.c - ggml-lite ops against double-precision math, and matmul
  * for every type with a dot product against dequantize-then-multiply. */
 #include <math.h>
+#include <omp.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -215,7 +216,7 @@ int main(void)
     TEST_BEGIN("matmul_each_tall_equals_vec_dot");
     {
         const qt_traits *tr = qt_get(QT_Q8_0), *at = qt_get(tr->vec_dot_type);
-        const int64_t K = 64, R = 8192 + 8 * 128 + 37;
+        const int64_t K = 64, R = 512 * 16 * omp_get_max_threads() + 3 * 512 + 37;
         const int T = 8;
         const size_t rb = qt_row_size(QT_Q8_0, K), ab = qt_row_size(tr->vec_dot_type, K);
         gl_tensor w = {.type = QT_Q8_0, .ne = {K, R, 1, 1}, .row_bytes = rb};
