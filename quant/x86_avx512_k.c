@@ -20,6 +20,7 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+#include <string.h>
 
 #include "blocks.h"
 #include "fp16.h"
@@ -155,6 +156,164 @@ void qt_avx512_vec_dot_tile_q6_K_q8_K(int n, float *s, size_t ldo, const void *x
         }
     }
 }
+
+/* ---- Q4_K and Q2_K tiles: vec_dot's order, rows in flight ---------------
+ *
+ * A one-token decode streams each weight once, so a block's unpacking
+ * cannot be shared among columns as Q6_K's tile does; what pays instead is
+ * the activation side done once per block for R rows (its bytes laid out
+ * per weight vector, its bsums), R independent float chains, and the
+ * integer work 512 bits wide: each zmm holds two 32-element chunks in its
+ * 256-bit halves, and vpmaddubsw/vpmaddwd with the chunk's scale in every
+ * word give the lanes x86_avx2_k.c's kernels form (lane k: elements
+ * 4k..4k+3 of every chunk, times its sub-block scale), added half to half
+ * before the conversion.  Integer sums are exact, the float operations are
+ * vec_dot's in its order: bit-identical.  Columns beyond the first re-read
+ * the rows from L1/L2 (batches of 8+ tokens take other orders in matmul). */
+
+/* Word control for vpshufb: in every 128-bit lane of the low 256 bits the
+ * zero-extended byte a, in the high 256 bits byte b (0x80: a zero byte). */
+INLINE __m512i word_pick(int a, int b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)(0x8000 | a))),
+                              _mm256_set1_epi16((short)(0x8000 | b)), 1);
+}
+
+/* 32 bytes at p in the low half, 32 at p + off2 in the high half. */
+INLINE __m512i pair256(const int8_t *p, int off2) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(load256(p)), load256(p + off2), 1);
+}
+
+/* The 16 int32 lanes folded to the 8 of vec_dot's chain, as floats. */
+INLINE __m256 fold16(__m512i v) {
+    return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
+}
+
+/* Q4_K's 6-bit scales (bytes 0-7) and mins (bytes 8-15) from the 12
+ * bytes at s (16 read: the block goes on), as quant/ref_k.c's
+ * scale_min_k4 unpacks them one at a time: per 32-bit word a0..a2, the
+ * low 4 are a0 & 0x3f, the high 4 (a2 & 0xf) | (a0 >> 6) << 4; the mins
+ * likewise from a1 and a2 >> 4. */
+INLINE __m128i k4_sm(const uint8_t *s) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)s);
+    const __m128i lo = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)); /* a0 a2 a1 a2 */
+    const __m128i hi = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)); /* a0 a0 a1 a1 */
+    const __m128i l = _mm_and_si128(_mm_srlv_epi32(lo, _mm_setr_epi32(0, 0, 0, 4)),
+                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    const __m128i h = _mm_and_si128(_mm_srli_epi32(hi, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+    return _mm_or_si128(l, h);
+}
+
+/* y_d times a block's d and dmin (two halves at p), in lanes 0 and 1:
+ * the products vec_dot forms one at a time. */
+INLINE __m128 d_dmin(const void *p, __m128 yd) {
+    uint32_t h;
+    memcpy(&h, p, sizeof h);
+    return _mm_mul_ps(yd, _mm_cvtph_ps(_mm_cvtsi32_si128((int)h)));
+}
+
+/* R rows (x, stride xs) times one column y, s[r] for r < R. */
+INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i c0 = word_pick(0, 2), c1 = word_pick(1, 3), c2 = word_pick(4, 6), c3 = word_pick(5, 7);
+    __m256 acc[4];
+    __m128 accm[4];
+    UNROLL for (int r = 0; r < R; r++) {
+        acc[r] = _mm256_setzero_ps();
+        accm[r] = _mm_setzero_ps();
+    }
+    for (int i = 0; i < n / QK; i++) {
+        const qt_block_q8_K *yb = &y[i];
+        /* chunk j pairs with qs[32(j/2)..] (low nibbles: even j) */
+        const __m512i y0 = pair256(yb->qs, 64), y1 = pair256(yb->qs + 32, 64);
+        const __m512i y2 = pair256(yb->qs + 128, 64), y3 = pair256(yb->qs + 160, 64);
+        const __m256i b = load256(yb->bsums);
+        const __m128i b32 = _mm_hadd_epi16(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+        const __m128 yd = _mm_set1_ps(yb->d);
+        UNROLL for (int r = 0; r < R; r++) {
+            const qt_block_q4_K *xb = (const qt_block_q4_K *)(x + xs * (size_t)r) + i;
+            prefetch_block(xb, sizeof *xb);
+            const __m128 dd = d_dmin(&xb->d, yd);
+            const __m128i sm = k4_sm(xb->scales);
+            const __m128i prod = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), b32);
+            /* fnmadd: vec_dot's fma with -dmin, the same rounding */
+            accm[r] = _mm_fnmadd_ps(_mm_permute_ps(dd, 0x55), _mm_cvtepi32_ps(prod), accm[r]);
+            const __m512i sb = _mm512_broadcast_i32x4(sm);
+            const __m512i q0 = load512(xb->qs), q1 = load512(xb->qs + 64);
+            const __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
+            const __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            const __m512i p0 = _mm512_madd_epi16(_mm512_maddubs_epi16(lo0, y0), _mm512_shuffle_epi8(sb, c0));
+            const __m512i p1 = _mm512_madd_epi16(_mm512_maddubs_epi16(hi0, y1), _mm512_shuffle_epi8(sb, c1));
+            const __m512i p2 = _mm512_madd_epi16(_mm512_maddubs_epi16(lo1, y2), _mm512_shuffle_epi8(sb, c2));
+            const __m512i p3 = _mm512_madd_epi16(_mm512_maddubs_epi16(hi1, y3), _mm512_shuffle_epi8(sb, c3));
+            const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(p0, p1), _mm512_add_epi32(p2, p3));
+            acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), fold16(sum), acc[r]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        __m128 m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        s[r] = hsum_ps(acc[r]) + _mm_cvtss_f32(m);
+    }
+}
+
+/* R rows times one column, Q2_K. */
+INLINE void q2k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R) {
+    const __m512i m3 = _mm512_set1_epi8(3);
+    const __m128i m15 = _mm_set1_epi8(0x0f);
+    /* chunk l of each 128-element half: sub-blocks 2l, 2l+1 (half 0) and
+     * 8+2l, 9+2l (half 1), one per 128-bit lane */
+    __m512i ctl[4];
+    UNROLL for (int l = 0; l < 4; l++) {
+        const short a = (short)(0x8000 | (2 * l)), b = (short)(0x8000 | (2 * l + 1));
+        const short e = (short)(0x8000 | (8 + 2 * l)), f = (short)(0x8000 | (9 + 2 * l));
+        ctl[l] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_setr_m128i(_mm_set1_epi16(a), _mm_set1_epi16(b))),
+            _mm256_setr_m128i(_mm_set1_epi16(e), _mm_set1_epi16(f)), 1);
+    }
+    __m256 acc[4];
+    UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK; i++) {
+        const qt_block_q8_K *yb = &y[i];
+        __m512i yv[4];
+        UNROLL for (int l = 0; l < 4; l++) yv[l] = pair256(yb->qs + 32 * l, 128);
+        const __m256i bs = load256(yb->bsums);
+        const __m128 yd = _mm_set1_ps(yb->d);
+        UNROLL for (int r = 0; r < R; r++) {
+            const qt_block_q2_K *xb = (const qt_block_q2_K *)(x + xs * (size_t)r) + i;
+            prefetch_block(xb, sizeof *xb);
+            const __m128 dd = d_dmin(&xb->d, yd);
+            const __m128i sm = _mm_loadu_si128((const __m128i *)xb->scales);
+            const __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m15));
+            const __m256 dmin = _mm256_broadcastss_ps(_mm_permute_ps(dd, 0x55));
+            acc[r] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(_mm256_madd_epi16(m16, bs)), acc[r]);
+            const __m512i sb = _mm512_broadcast_i32x4(_mm_and_si128(sm, m15));
+            const __m512i q = load512(xb->qs);
+            __m512i sum = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_and_si512(q, m3), yv[0]),
+                                            _mm512_shuffle_epi8(sb, ctl[0]));
+            UNROLL for (int l = 1; l < 4; l++) {
+                const __m512i ql = _mm512_and_si512(_mm512_srli_epi16(q, 2 * l), m3);
+                sum = _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_maddubs_epi16(ql, yv[l]),
+                                                              _mm512_shuffle_epi8(sb, ctl[l])));
+            }
+            acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), fold16(sum), acc[r]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
+}
+
+/* Rows four at a time (the rest one by one), each column in turn. */
+#define K_ROWS_TILE(NAME, ROWS)                                                                                  \
+    void NAME(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys, int nc) { \
+        for (int c = 0; c < nc; c++) {                                                                           \
+            const qt_block_q8_K *yc = (const qt_block_q8_K *)((const uint8_t *)y + ys * (size_t)c);              \
+            float *o = s + ldo * (size_t)c;                                                                      \
+            int r = 0;                                                                                           \
+            for (; r + 4 <= nr; r += 4) ROWS(n, o + r, (const uint8_t *)x + xs * (size_t)r, xs, yc, 4);          \
+            for (; r < nr; r++) ROWS(n, o + r, (const uint8_t *)x + xs * (size_t)r, xs, yc, 1);                  \
+        }                                                                                                        \
+    }
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q4_K_q8_K, q4k_rows)
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q2_K_q8_K, q2k_rows)
 
 #else
 
