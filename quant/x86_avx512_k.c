@@ -189,26 +189,28 @@ INLINE __m256 fold16(__m512i v) {
 }
 
 /* Q4_K's 6-bit scales (bytes 0-7) and mins (bytes 8-15) from the 12
- * bytes at s (16 read: the block goes on), as quant/ref_k.c's
- * scale_min_k4 unpacks them one at a time: per 32-bit word a0..a2, the
- * low 4 are a0 & 0x3f, the high 4 (a2 & 0xf) | (a0 >> 6) << 4; the mins
- * likewise from a1 and a2 >> 4. */
+ * bytes at s, as quant/ref_k.c's scale_min_k4 unpacks them one at a time:
+ * of the 32-bit words a0..a2, scales 0-3 are a0 & 0x3f, mins 0-3 a1 &
+ * 0x3f, scales 4-7 (a2 & 0xf) | (a0 >> 6) << 4, mins 4-7 (a2 >> 4) | (a1
+ * >> 6) << 4.  Broadcast loads put a2 next to a0 and a1 without a shuffle
+ * (16 bytes read: the block goes on). */
 INLINE __m128i k4_sm(const uint8_t *s) {
-    const __m128i v = _mm_loadu_si128((const __m128i *)s);
-    const __m128i lo = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)); /* a0 a2 a1 a2 */
-    const __m128i hi = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)); /* a0 a0 a1 a1 */
-    const __m128i l = _mm_and_si128(_mm_srlv_epi32(lo, _mm_setr_epi32(0, 0, 0, 4)),
-                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-    const __m128i h = _mm_and_si128(_mm_srli_epi32(hi, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-    return _mm_or_si128(l, h);
+    const __m128i a = _mm_loadu_si128((const __m128i *)s);
+    uint32_t a2;
+    memcpy(&a2, s + 8, sizeof a2);
+    const __m128i lo = _mm_and_si128(a, _mm_set1_epi8(0x3f));
+    const __m128i hi = _mm_or_si128(
+        _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)a2), _mm_setr_epi32(0, 4, 0, 4)), _mm_set1_epi8(0x0f)),
+        _mm_and_si128(_mm_srli_epi32(a, 2), _mm_set1_epi8(0x30)));
+    return _mm_unpacklo_epi32(lo, hi);
 }
 
-/* y_d times a block's d and dmin (two halves at p), in lanes 0 and 1:
- * the products vec_dot forms one at a time. */
+/* y_d times a block's d and dmin (two halves at p), in lanes 0 and 2 and
+ * 1 and 3: the products vec_dot forms one at a time. */
 INLINE __m128 d_dmin(const void *p, __m128 yd) {
     uint32_t h;
     memcpy(&h, p, sizeof h);
-    return _mm_mul_ps(yd, _mm_cvtph_ps(_mm_cvtsi32_si128((int)h)));
+    return _mm_mul_ps(yd, _mm_cvtph_ps(_mm_set1_epi32((int)h)));
 }
 
 /* R rows (x, stride xs) times one column y, s[r] for r < R. */
@@ -234,9 +236,9 @@ INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
             prefetch_block(xb, sizeof *xb);
             const __m128 dd = d_dmin(&xb->d, yd);
             const __m128i sm = k4_sm(xb->scales);
-            const __m128i prod = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), b32);
+            const __m128i prod = _mm_madd_epi16(_mm_unpackhi_epi8(sm, _mm_setzero_si128()), b32);
             /* fnmadd: vec_dot's fma with -dmin, the same rounding */
-            accm[r] = _mm_fnmadd_ps(_mm_permute_ps(dd, 0x55), _mm_cvtepi32_ps(prod), accm[r]);
+            accm[r] = _mm_fnmadd_ps(_mm_movehdup_ps(dd), _mm_cvtepi32_ps(prod), accm[r]);
             const __m512i sb = _mm512_broadcast_i32x4(sm);
             const __m512i q0 = load512(xb->qs), q1 = load512(xb->qs + 64);
             const __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
@@ -284,7 +286,7 @@ INLINE void q2k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
             const __m128 dd = d_dmin(&xb->d, yd);
             const __m128i sm = _mm_loadu_si128((const __m128i *)xb->scales);
             const __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m15));
-            const __m256 dmin = _mm256_broadcastss_ps(_mm_permute_ps(dd, 0x55));
+            const __m256 dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dd));
             acc[r] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(_mm256_madd_epi16(m16, bs)), acc[r]);
             const __m512i sb = _mm512_broadcast_i32x4(_mm_and_si128(sm, m15));
             const __m512i q = load512(xb->qs);
@@ -296,6 +298,72 @@ INLINE void q2k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
                                                               _mm512_shuffle_epi8(sb, ctl[l])));
             }
             acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), fold16(sum), acc[r]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
+}
+
+/* Q3_K's 16 signed 6-bit scales (-32..31) as bytes, as quant/ref_k.c
+ * unpacks them: scale 4g + b is nibble g/2 (low or high by g & 1) of byte
+ * b of word a[g & 1], with bits 2g, 2g+1 of byte b of a2 on top, less 32. */
+INLINE __m128i q3k_scales(const uint8_t *s) {
+    int64_t a01;
+    uint32_t a2;
+    memcpy(&a01, s, sizeof a01);
+    memcpy(&a2, s + 8, sizeof a2);
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi64x(a01), _mm_setr_epi32(0, 0, 4, 4)),
+                                     _mm_set1_epi8(0x0f));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)a2), _mm_setr_epi32(0, 2, 4, 6)),
+                                     _mm_set1_epi8(0x03));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi32(hi, 4)), _mm_set1_epi8(32));
+}
+
+/* R rows times one column, Q3_K.  Per chunk, q + 4h (0..7) times y less
+ * 4 times y's pair sums is vec_dot's (q - 4(1 - h))·y in int16, exactly;
+ * the signed scales go into the high byte of each word (vpshufb cannot
+ * sign-extend), so the lanes come out 256 times vec_dot's, and are
+ * shifted back (|lane| < 2^28 before the shift: no overflow, no rest). */
+INLINE void q3k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R) {
+    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    __m512i ctl[4], hb[4];
+    UNROLL for (int l = 0; l < 4; l++) {
+        /* sub-blocks 2l, 2l+1 (half 0) and 8+2l, 9+2l (half 1), one per
+         * 128-bit lane; the high-bit plane l (half 0) and 4+l (half 1) */
+        const short a = (short)(0x80 | (2 * l) << 8), b = (short)(0x80 | (2 * l + 1) << 8);
+        const short e = (short)(0x80 | (8 + 2 * l) << 8), f = (short)(0x80 | (9 + 2 * l) << 8);
+        ctl[l] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_setr_m128i(_mm_set1_epi16(a), _mm_set1_epi16(b))),
+            _mm256_setr_m128i(_mm_set1_epi16(e), _mm_set1_epi16(f)), 1);
+        hb[l] = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << l)), _mm256_set1_epi8((char)(1 << (4 + l))), 1);
+    }
+    __m256 acc[4];
+    UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int i = 0; i < n / QK; i++) {
+        const qt_block_q8_K *yb = &y[i];
+        __m512i yv[4], y4[4];
+        UNROLL for (int l = 0; l < 4; l++) {
+            yv[l] = pair256(yb->qs + 32 * l, 128);
+            y4[l] = _mm512_maddubs_epi16(four, yv[l]);
+        }
+        const __m256 yd = _mm256_set1_ps(yb->d);
+        UNROLL for (int r = 0; r < R; r++) {
+            const qt_block_q3_K *xb = (const qt_block_q3_K *)(x + xs * (size_t)r) + i;
+            prefetch_block(xb, sizeof *xb);
+            uint16_t dh;
+            memcpy(&dh, &xb->d, sizeof dh);
+            const __m256 d = _mm256_mul_ps(yd, _mm256_cvtph_ps(_mm_set1_epi16((short)dh)));
+            const __m512i sb = _mm512_broadcast_i32x4(q3k_scales(xb->scales));
+            const __m512i q = load512(xb->qs);
+            const __m512i h = _mm512_broadcast_i64x4(load256(xb->hmask));
+            __m512i sum = _mm512_setzero_si512();
+            UNROLL for (int l = 0; l < 4; l++) {
+                const __m512i ql = _mm512_and_si512(l ? _mm512_srli_epi16(q, 2 * l) : q, m3);
+                const __m512i u = _mm512_mask_add_epi8(ql, _mm512_test_epi8_mask(h, hb[l]), ql, four);
+                const __m512i p = _mm512_sub_epi16(_mm512_maddubs_epi16(u, yv[l]), y4[l]);
+                sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, _mm512_shuffle_epi8(sb, ctl[l])));
+            }
+            const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(l8, 8)), acc[r]);
         }
     }
     UNROLL for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
@@ -314,6 +382,7 @@ INLINE void q2k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
     }
 K_ROWS_TILE(qt_avx512_vec_dot_tile_q4_K_q8_K, q4k_rows)
 K_ROWS_TILE(qt_avx512_vec_dot_tile_q2_K_q8_K, q2k_rows)
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q3_K_q8_K, q3k_rows)
 
 #else
 
