@@ -171,6 +171,14 @@ void qt_avx512_vec_dot_tile_q6_K_q8_K(int n, float *s, size_t ldo, const void *x
  * vec_dot's in its order: bit-identical.  Columns beyond the first re-read
  * the rows from L1/L2 (batches of 8+ tokens take other orders in matmul). */
 
+/* acc + the int16 pairs of p times those of sc, summed by pairs: with
+ * AVX512-VNNI one vpdpwssd (exact: no pair sum here comes near 2^31). */
+INLINE __m512i madd_acc(__m512i acc, __m512i p, __m512i sc, const int vnni) {
+    if (!vnni) return _mm512_add_epi32(acc, _mm512_madd_epi16(p, sc));
+    __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(p), "v"(sc));
+    return acc;
+}
+
 /* Word control for vpshufb: in every 128-bit lane of the low 256 bits the
  * zero-extended byte a, in the high 256 bits byte b (0x80: a zero byte). */
 INLINE __m512i word_pick(int a, int b) {
@@ -214,7 +222,8 @@ INLINE __m128 d_dmin(const void *p, __m128 yd) {
 }
 
 /* R rows (x, stride xs) times one column y, s[r] for r < R. */
-INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R) {
+INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
+                    const int vnni) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i c0 = word_pick(0, 2), c1 = word_pick(1, 3), c2 = word_pick(4, 6), c3 = word_pick(5, 7);
     __m256 acc[4];
@@ -243,11 +252,10 @@ INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
             const __m512i q0 = load512(xb->qs), q1 = load512(xb->qs + 64);
             const __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
             const __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
-            const __m512i p0 = _mm512_madd_epi16(_mm512_maddubs_epi16(lo0, y0), _mm512_shuffle_epi8(sb, c0));
-            const __m512i p1 = _mm512_madd_epi16(_mm512_maddubs_epi16(hi0, y1), _mm512_shuffle_epi8(sb, c1));
-            const __m512i p2 = _mm512_madd_epi16(_mm512_maddubs_epi16(lo1, y2), _mm512_shuffle_epi8(sb, c2));
-            const __m512i p3 = _mm512_madd_epi16(_mm512_maddubs_epi16(hi1, y3), _mm512_shuffle_epi8(sb, c3));
-            const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(p0, p1), _mm512_add_epi32(p2, p3));
+            __m512i sum = _mm512_madd_epi16(_mm512_maddubs_epi16(lo0, y0), _mm512_shuffle_epi8(sb, c0));
+            sum = madd_acc(sum, _mm512_maddubs_epi16(hi0, y1), _mm512_shuffle_epi8(sb, c1), vnni);
+            sum = madd_acc(sum, _mm512_maddubs_epi16(lo1, y2), _mm512_shuffle_epi8(sb, c2), vnni);
+            sum = madd_acc(sum, _mm512_maddubs_epi16(hi1, y3), _mm512_shuffle_epi8(sb, c3), vnni);
             acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), fold16(sum), acc[r]);
         }
     }
@@ -259,7 +267,8 @@ INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
 }
 
 /* R rows times one column, Q2_K. */
-INLINE void q2k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R) {
+INLINE void q2k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
+                    const int vnni) {
     const __m512i m3 = _mm512_set1_epi8(3);
     const __m128i m15 = _mm_set1_epi8(0x0f);
     /* chunk l of each 128-element half: sub-blocks 2l, 2l+1 (half 0) and
@@ -294,8 +303,7 @@ INLINE void q2k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
                                             _mm512_shuffle_epi8(sb, ctl[0]));
             UNROLL for (int l = 1; l < 4; l++) {
                 const __m512i ql = _mm512_and_si512(_mm512_srli_epi16(q, 2 * l), m3);
-                sum = _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_maddubs_epi16(ql, yv[l]),
-                                                              _mm512_shuffle_epi8(sb, ctl[l])));
+                sum = madd_acc(sum, _mm512_maddubs_epi16(ql, yv[l]), _mm512_shuffle_epi8(sb, ctl[l]), vnni);
             }
             acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), fold16(sum), acc[r]);
         }
@@ -323,7 +331,8 @@ INLINE __m128i q3k_scales(const uint8_t *s) {
  * the signed scales go into the high byte of each word (vpshufb cannot
  * sign-extend), so the lanes come out 256 times vec_dot's, and are
  * shifted back (|lane| < 2^28 before the shift: no overflow, no rest). */
-INLINE void q3k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R) {
+INLINE void q3k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
+                    const int vnni) {
     const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
     __m512i ctl[4], hb[4];
     UNROLL for (int l = 0; l < 4; l++) {
@@ -360,7 +369,7 @@ INLINE void q3k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
                 const __m512i ql = _mm512_and_si512(l ? _mm512_srli_epi16(q, 2 * l) : q, m3);
                 const __m512i u = _mm512_mask_add_epi8(ql, _mm512_test_epi8_mask(h, hb[l]), ql, four);
                 const __m512i p = _mm512_sub_epi16(_mm512_maddubs_epi16(u, yv[l]), y4[l]);
-                sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, _mm512_shuffle_epi8(sb, ctl[l])));
+                sum = madd_acc(sum, p, _mm512_shuffle_epi8(sb, ctl[l]), vnni);
             }
             const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
             acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(l8, 8)), acc[r]);
@@ -369,20 +378,24 @@ INLINE void q3k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
     UNROLL for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
 }
 
-/* Rows four at a time (the rest one by one), each column in turn. */
-#define K_ROWS_TILE(NAME, ROWS)                                                                                  \
+/* Rows four at a time (the rest one by one), each column in turn; VNNI:
+ * the AVX512-VNNI variant. */
+#define K_ROWS_TILE(NAME, ROWS, VNNI)                                                                            \
     void NAME(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys, int nc) { \
         for (int c = 0; c < nc; c++) {                                                                           \
             const qt_block_q8_K *yc = (const qt_block_q8_K *)((const uint8_t *)y + ys * (size_t)c);              \
             float *o = s + ldo * (size_t)c;                                                                      \
             int r = 0;                                                                                           \
-            for (; r + 4 <= nr; r += 4) ROWS(n, o + r, (const uint8_t *)x + xs * (size_t)r, xs, yc, 4);          \
-            for (; r < nr; r++) ROWS(n, o + r, (const uint8_t *)x + xs * (size_t)r, xs, yc, 1);                  \
+            for (; r + 4 <= nr; r += 4) ROWS(n, o + r, (const uint8_t *)x + xs * (size_t)r, xs, yc, 4, VNNI);    \
+            for (; r < nr; r++) ROWS(n, o + r, (const uint8_t *)x + xs * (size_t)r, xs, yc, 1, VNNI);            \
         }                                                                                                        \
     }
-K_ROWS_TILE(qt_avx512_vec_dot_tile_q4_K_q8_K, q4k_rows)
-K_ROWS_TILE(qt_avx512_vec_dot_tile_q2_K_q8_K, q2k_rows)
-K_ROWS_TILE(qt_avx512_vec_dot_tile_q3_K_q8_K, q3k_rows)
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q2_K_q8_K, q2k_rows, 0)
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q3_K_q8_K, q3k_rows, 0)
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q4_K_q8_K, q4k_rows, 0)
+K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q2_K_q8_K, q2k_rows, 1)
+K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q3_K_q8_K, q3k_rows, 1)
+K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q4_K_q8_K, q4k_rows, 1)
 
 #else
 
