@@ -287,8 +287,12 @@ INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out
 
 /* ---- tables ------------------------------------------------------------- */
 
-const qt_kernels qt_kernels_avx2 = QT_X86_TABLE("avx2", , qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL);
-const qt_kernels qt_kernels_avx2_vnni = QT_X86_TABLE("avx2-vnni", _vnni, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL);
+const qt_kernels qt_kernels_avx2 =
+    QT_X86_TABLE("avx2", , qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
+                 NULL);
+const qt_kernels qt_kernels_avx2_vnni =
+    QT_X86_TABLE("avx2-vnni", _vnni, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
+                 NULL);
 
 #else
 

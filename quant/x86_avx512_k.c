@@ -221,11 +221,23 @@ INLINE __m128 d_dmin(const void *p, __m128 yd) {
     return _mm_mul_ps(yd, _mm_cvtph_ps(_mm_set1_epi32((int)h)));
 }
 
-/* R rows (x, stride xs) times one column y, s[r] for r < R. */
-INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
-                    const int vnni) {
+/* Q5_K's fifth bits: 16 added to the bytes of chunks c and c2 (low and
+ * high 256 bits) whose bit c (c2) of qh is set (h: qh in both halves). */
+INLINE __m512i add_bit5(__m512i q, __m512i h, int c, int c2) {
+    const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << c)), _mm256_set1_epi8((char)(1 << c2)), 1);
+    return _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(h, bits), q, _mm512_set1_epi8(16));
+}
+
+/* R rows (x, stride xs) times one column y, s[r] for r < R: Q4_K, or
+ * Q5_K (Q5: the fifth bits, and its mins term summed to one float per
+ * block as its vec_dot does). */
+INLINE void q45k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
+                      const int vnni, const int Q5) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i c0 = word_pick(0, 2), c1 = word_pick(1, 3), c2 = word_pick(4, 6), c3 = word_pick(5, 7);
+    const size_t bs = Q5 ? sizeof(qt_block_q5_K) : sizeof(qt_block_q4_K);
+    /* where d | dmin, the scales, qh and qs start in a block */
+    const size_t o_sc = 4, o_qh = 16, o_qs = Q5 ? 48 : 16;
     __m256 acc[4];
     __m128 accm[4];
     UNROLL for (int r = 0; r < R; r++) {
@@ -241,17 +253,30 @@ INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
         const __m128i b32 = _mm_hadd_epi16(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
         const __m128 yd = _mm_set1_ps(yb->d);
         UNROLL for (int r = 0; r < R; r++) {
-            const qt_block_q4_K *xb = (const qt_block_q4_K *)(x + xs * (size_t)r) + i;
-            prefetch_block(xb, sizeof *xb);
-            const __m128 dd = d_dmin(&xb->d, yd);
-            const __m128i sm = k4_sm(xb->scales);
+            const uint8_t *xb = x + xs * (size_t)r + bs * (size_t)i;
+            prefetch_block(xb, bs);
+            const __m128 dd = d_dmin(xb, yd);
+            const __m128i sm = k4_sm(xb + o_sc);
             const __m128i prod = _mm_madd_epi16(_mm_unpackhi_epi8(sm, _mm_setzero_si128()), b32);
             /* fnmadd: vec_dot's fma with -dmin, the same rounding */
-            accm[r] = _mm_fnmadd_ps(_mm_movehdup_ps(dd), _mm_cvtepi32_ps(prod), accm[r]);
+            if (Q5) {
+                const __m128i p2 = _mm_add_epi32(prod, _mm_shuffle_epi32(prod, 0x4e));
+                const __m128i p1 = _mm_add_epi32(p2, _mm_shuffle_epi32(p2, 0xb1));
+                accm[r] = _mm_fnmadd_ss(_mm_movehdup_ps(dd), _mm_cvtepi32_ps(p1), accm[r]);
+            } else {
+                accm[r] = _mm_fnmadd_ps(_mm_movehdup_ps(dd), _mm_cvtepi32_ps(prod), accm[r]);
+            }
             const __m512i sb = _mm512_broadcast_i32x4(sm);
-            const __m512i q0 = load512(xb->qs), q1 = load512(xb->qs + 64);
-            const __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
-            const __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            const __m512i q0 = load512(xb + o_qs), q1 = load512(xb + o_qs + 64);
+            __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
+            __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            if (Q5) {
+                const __m512i h = _mm512_broadcast_i64x4(load256(xb + o_qh));
+                lo0 = add_bit5(lo0, h, 0, 2);
+                hi0 = add_bit5(hi0, h, 1, 3);
+                lo1 = add_bit5(lo1, h, 4, 6);
+                hi1 = add_bit5(hi1, h, 5, 7);
+            }
             __m512i sum = _mm512_madd_epi16(_mm512_maddubs_epi16(lo0, y0), _mm512_shuffle_epi8(sb, c0));
             sum = madd_acc(sum, _mm512_maddubs_epi16(hi0, y1), _mm512_shuffle_epi8(sb, c1), vnni);
             sum = madd_acc(sum, _mm512_maddubs_epi16(lo1, y2), _mm512_shuffle_epi8(sb, c2), vnni);
@@ -260,10 +285,23 @@ INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
         }
     }
     UNROLL for (int r = 0; r < R; r++) {
-        __m128 m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        __m128 m = accm[r];
+        if (!Q5) {
+            m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+            m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        }
         s[r] = hsum_ps(acc[r]) + _mm_cvtss_f32(m);
     }
+}
+
+INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
+                     const int vnni) {
+    q45k_rows(n, s, x, xs, y, R, vnni, 0);
+}
+
+INLINE void q5k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
+                     const int vnni) {
+    q45k_rows(n, s, x, xs, y, R, vnni, 1);
 }
 
 /* R rows times one column, Q2_K. */
@@ -393,9 +431,11 @@ INLINE void q3k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
 K_ROWS_TILE(qt_avx512_vec_dot_tile_q2_K_q8_K, q2k_rows, 0)
 K_ROWS_TILE(qt_avx512_vec_dot_tile_q3_K_q8_K, q3k_rows, 0)
 K_ROWS_TILE(qt_avx512_vec_dot_tile_q4_K_q8_K, q4k_rows, 0)
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q5_K_q8_K, q5k_rows, 0)
 K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q2_K_q8_K, q2k_rows, 1)
 K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q3_K_q8_K, q3k_rows, 1)
 K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q4_K_q8_K, q4k_rows, 1)
+K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q5_K_q8_K, q5k_rows, 1)
 
 #else
 
