@@ -6,10 +6,10 @@
  * Enough matrices are cycled through that the weights come from memory,
  * not cache, as they do when a real model decodes.
  *
- * For the types llama.cpp repacks (quant/repack.h) a model's decode does
- * not run vec_dot but the repacked gemv, so those rows also time what the
- * model runs for one token: gl_matmul with n_tokens = 1 at the active ISA
- * level, activation quantization included. */
+ * Every row also times what a model runs for one token: gl_matmul with
+ * n_tokens = 1 at the active ISA level, activation quantization included
+ * (the repacked gemv for the types llama.cpp repacks, quant/repack.h; else
+ * vec_dot's order, through the level's tile kernel where it has one). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -209,19 +209,24 @@ int qlm_bench_kernels(int argc, char **argv)
             printf(" %6.1f (%3.0f%%) %s |", gbs, bw > 0 ? 100 * gbs / bw : 0, k->vec_dot[ty] || isa == QT_ISA_SCALAR ? " " : "=");
             fflush(stdout);
         }
-        if (qt_repack_applies((qt_type)ty, KB_N)) {
+        {
             const gl_tensor t = {.type = (qt_type)ty, .ne = {KB_N, KB_N, 1, 1}, .row_bytes = row_bytes, .data = w};
             void *scratch = malloc(gl_matmul_scratch(&t, 1));
             const double gbs = scratch ? time_matmul((qt_type)ty, w, row_bytes, n_mat, x, y, scratch, reps) : -1;
             free(scratch);
-            printf(" decode (repacked gemv, %s): %.1f (%.0f%%)", qt_isa_name(), gbs, bw > 0 ? 100 * gbs / bw : 0);
+            const char *path = qt_repack_applies((qt_type)ty, KB_N) ? "repacked gemv"
+                               : tr->vec_dot_tile                   ? "vec_dot tile"
+                                                                    : "vec_dot";
+            printf(" decode (%s, %s): %.1f (%.0f%%)", path, qt_isa_name(), gbs, bw > 0 ? 100 * gbs / bw : 0);
         }
         printf("\n");
         free(w);
         free(xq);
     }
     printf("\n\"=\": this level has no kernel of its own for the type and runs the scalar reference.\n"
-           "decode: what a model runs for one token of a type llama.cpp repacks (gl_matmul, active level).\n");
+           "decode: what a model runs for one token (gl_matmul, active level): llama.cpp's repacked\n"
+           "gemv for the types it repacks, else vec_dot's order (through the tile kernel where the\n"
+           "level has one).\n");
     free(x); free(y); free(wf);
     return rc;
 }
