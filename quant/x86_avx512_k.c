@@ -1,4 +1,4 @@
-/* x86_avx512_k.c - AVX-512 F/BW/VL/DQ kernel for Q6_K·Q8_K.
+/* x86_avx512_k.c - AVX-512 F/BW/VL/DQ kernels for Q6_K·Q8_K, and K-quant tiles.
  *
  * Compiled with the flags of x86_avx512.c, whose tables hand it out.  The
  * float work is the reference's 8-lane FMA chain, one FMA per 256
@@ -16,7 +16,16 @@
  * Only Q6_K gains: on a Sapphire Rapids core it ran 20% faster than
  * x86_avx2_k.c's kernel, while 512-bit Q4_K and Q5_K kernels written the
  * same way ran 10-15% slower than theirs (the per-block scale unpacking
- * dominates), so the AVX-512 tables use x86_avx2_k.c for the other types. */
+ * dominates), so the AVX-512 tables use x86_avx2_k.c for the other types.
+ *
+ * Their tiles, though, are here (Q2_K..Q5_K, each also with AVX512-VNNI):
+ * bit-identical to those AVX2 dots, with the activation side of a block
+ * done once for four rows, the scales unpacked by vector loads and masks,
+ * and four rows' chains in flight.  They are what a one-token decode in
+ * vec_dot's order runs (ggml-lite/matmul.c): single thread, weights in L2,
+ * Sapphire Rapids, 1.3x (Q4_K, Q5_K), 1.15x (Q2_K) and 1.5x (Q3_K) the
+ * AVX2 dot's speed, Q4_K and Q2_K level with the repacked wide gemv
+ * (x86_avx512_repack_k.c) and ahead of it streaming from memory. */
 #if defined(__x86_64__)
 
 #include <immintrin.h>
