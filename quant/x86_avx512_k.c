@@ -178,7 +178,7 @@ void qt_avx512_vec_dot_tile_q6_K_q8_K(int n, float *s, size_t ldo, const void *x
  * 4k..4k+3 of every chunk, times its sub-block scale), added half to half
  * before the conversion.  Integer sums are exact, the float operations are
  * vec_dot's in its order: bit-identical.  Columns beyond the first re-read
- * the rows from L1/L2 (batches of 8+ tokens take other orders in matmul). */
+ * the rows from L1 (batches of 8+ tokens take other orders in matmul). */
 
 /* acc + the int16 pairs of p times those of sc, summed by pairs: with
  * AVX512-VNNI one vpdpwssd (exact: no pair sum here comes near 2^31). */
@@ -425,16 +425,22 @@ INLINE void q3k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
     UNROLL for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
 }
 
-/* Rows four at a time (the rest one by one), each column in turn; VNNI:
- * the AVX512-VNNI variant. */
+/* Rows four at a time (the rest one by one), each group times every
+ * column in turn, so a group's rows (a few KB) are read from memory once
+ * and from L1 for the other columns; VNNI: the AVX512-VNNI variant. */
 #define K_ROWS_TILE(NAME, ROWS, VNNI)                                                                            \
     void NAME(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys, int nc) { \
-        for (int c = 0; c < nc; c++) {                                                                           \
-            const qt_block_q8_K *yc = (const qt_block_q8_K *)((const uint8_t *)y + ys * (size_t)c);              \
-            float *o = s + ldo * (size_t)c;                                                                      \
-            int r = 0;                                                                                           \
-            for (; r + 4 <= nr; r += 4) ROWS(n, o + r, (const uint8_t *)x + xs * (size_t)r, xs, yc, 4, VNNI);    \
-            for (; r < nr; r++) ROWS(n, o + r, (const uint8_t *)x + xs * (size_t)r, xs, yc, 1, VNNI);            \
+        for (int r = 0; r < nr;) {                                                                               \
+            const int g = nr - r >= 4 ? 4 : 1;                                                                   \
+            const uint8_t *xr = (const uint8_t *)x + xs * (size_t)r;                                             \
+            for (int c = 0; c < nc; c++) {                                                                       \
+                const qt_block_q8_K *yc = (const qt_block_q8_K *)((const uint8_t *)y + ys * (size_t)c);          \
+                if (g == 4)                                                                                      \
+                    ROWS(n, s + ldo * (size_t)c + r, xr, xs, yc, 4, VNNI);                                       \
+                else                                                                                             \
+                    ROWS(n, s + ldo * (size_t)c + r, xr, xs, yc, 1, VNNI);                                       \
+            }                                                                                                    \
+            r += g;                                                                                              \
         }                                                                                                        \
     }
 K_ROWS_TILE(qt_avx512_vec_dot_tile_q2_K_q8_K, q2k_rows, 0)
