@@ -166,7 +166,7 @@ void qt_avx512_vec_dot_tile_q6_K_q8_K(int n, float *s, size_t ldo, const void *x
     }
 }
 
-/* ---- Q4_K and Q2_K tiles: vec_dot's order, rows in flight ---------------
+/* ---- Q2_K..Q5_K tiles: vec_dot's order, rows in flight ---------------
  *
  * A one-token decode streams each weight once, so a block's unpacking
  * cannot be shared among columns as Q6_K's tile does; what pays instead is
@@ -209,8 +209,8 @@ INLINE __m256 fold16(__m512i v) {
  * bytes at s, as quant/ref_k.c's scale_min_k4 unpacks them one at a time:
  * of the 32-bit words a0..a2, scales 0-3 are a0 & 0x3f, mins 0-3 a1 &
  * 0x3f, scales 4-7 (a2 & 0xf) | (a0 >> 6) << 4, mins 4-7 (a2 >> 4) | (a1
- * >> 6) << 4.  Broadcast loads put a2 next to a0 and a1 without a shuffle
- * (16 bytes read: the block goes on). */
+ * >> 6) << 4.  a2 broadcast from memory lines up with a0 and a1, and one
+ * unpack interleaves the halves (16 bytes read: the block goes on). */
 INLINE __m128i k4_sm(const uint8_t *s) {
     const __m128i a = _mm_loadu_si128((const __m128i *)s);
     uint32_t a2;
