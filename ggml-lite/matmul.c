@@ -85,7 +85,8 @@ static void matmul_wide_one(const qt_rp_wide *wide, const gl_tensor *w, const ui
 }
 
 /* Batches with tile kernels (quant/tiles.h): the activations are packed
- * once (tiles shared out among threads), then passes of TB_PASS columns,
+ * once (tiles shared out among threads), then passes of TB_PASS columns
+ * (or the set's pass_cols),
  * each split into runs of TB_ROWS rows that threads take as they come:
  * another process on a core slows one thread, and a static split would
  * make the rest wait for it at every matmul.  No thread waits between
@@ -96,6 +97,7 @@ static void matmul_tiles(const qt_tiles *tiles, const gl_tensor *w, const void *
                          int n_tokens)
 {
     const int64_t n_in = w->ne[0], n_out = w->ne[1], runs = (n_out + TB_ROWS - 1) / TB_ROWS;
+    const int pass_cols = tiles->pass_cols ? tiles->pass_cols : TB_PASS;
     uint8_t *packed = (uint8_t *)xq + xq_row * (size_t)n_tokens;
     packed += (64 - (uintptr_t)packed % 64) % 64;
     const int n_tiles = (n_tokens + QT_TILE_COLS - 1) / QT_TILE_COLS;
@@ -103,8 +105,8 @@ static void matmul_tiles(const qt_tiles *tiles, const gl_tensor *w, const void *
     {
         #pragma omp for schedule(static)
         for (int t = 0; t < n_tiles; t++) tiles->pack((int)n_in, xq, xq_row, n_tokens, t, packed);
-        for (int c0 = 0; c0 < n_tokens; c0 += TB_PASS) {
-            const int nc = n_tokens - c0 < TB_PASS ? n_tokens - c0 : TB_PASS;
+        for (int c0 = 0; c0 < n_tokens; c0 += pass_cols) {
+            const int nc = n_tokens - c0 < pass_cols ? n_tokens - c0 : pass_cols;
             const uint8_t *pass = packed + tiles->pack_size((int)n_in, c0);
             #pragma omp for schedule(dynamic, 1) nowait
             for (int64_t run = 0; run < runs; run++) {
@@ -224,6 +226,15 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
             quantize(x + (int64_t)t * n_in, (uint8_t *)scratch + (size_t)t * xq_row, n_in);
         xq = scratch;
     }
+    /* Q8_0 and the K-quants, where the CPU has tile kernels: the same
+     * orders, many outputs at a time (quant/tiles.h); with AMX also the
+     * K-quants llama.cpp repacks, in the tiled order (quant/tiles.h says
+     * why). */
+    const qt_tiles *tiles = each ? NULL : qt_tiles_for(w->type, n_out, n_tokens);
+    if (tiles) {
+        matmul_tiles(tiles, w, xq, xq_row, y, n_tokens);
+        return 0;
+    }
     /* Weights llama.cpp repacks (quant/repack.h): groups of 8 rows, the
      * first n - n % 4 tokens 4 at a time (its gemm), the rest one at a time
      * (its gemv), each output in its own float lane.  qlm uses that order
@@ -255,13 +266,6 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
             }
             return 0;
         }
-    }
-    /* Q8_0 and the K-quants below, where the CPU has tile kernels: the
-     * same orders, many outputs at a time (quant/tiles.h). */
-    const qt_tiles *tiles = each ? NULL : qt_tiles_for(w->type, n_out, n_tokens);
-    if (tiles) {
-        matmul_tiles(tiles, w, xq, xq_row, y, n_tokens);
-        return 0;
     }
     /* K-quant weights llama.cpp does not repack, with 8 or more tokens:
      * its tiled kernels' order (quant/tiled.h). */

@@ -12,6 +12,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
 #endif
@@ -34,6 +36,18 @@ static bool bit(unsigned reg, int n) {
     return (reg >> n) & 1u;
 }
 
+/* Linux (5.16+) hands out the 8 KiB tile data state only on request, once
+ * per process; every thread, including ones created later, may then use
+ * it.  Without the grant the first tile instruction kills the process. */
+static bool linux_tile_permission(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
+}
+
 static void detect(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
@@ -49,8 +63,8 @@ static void detect(void) {
         return;
     const bool fma = bit(c, 12), f16c = bit(c, 29);
 
-    unsigned max_sub = 0, b7 = 0, c7 = 0, a71 = 0;
-    if (__get_cpuid_count(7, 0, &max_sub, &b7, &c7, &d))
+    unsigned max_sub = 0, b7 = 0, c7 = 0, d7 = 0, a71 = 0;
+    if (__get_cpuid_count(7, 0, &max_sub, &b7, &c7, &d7))
         if (max_sub >= 1 && !__get_cpuid_count(7, 1, &a71, &b, &c, &d))
             a71 = 0;
 
@@ -65,6 +79,9 @@ static void detect(void) {
         features.avx512vl = bit(b7, 31);
         features.avx512vnni = bit(c7, 11);
         features.avx512bf16 = bit(a71, 5);
+        /* AMX-TILE, AMX-INT8; XCR0 bits 17-18: XTILECFG and XTILEDATA */
+        const bool os_tiles = (xcr0 & 0x60000) == 0x60000;
+        features.amx = os_tiles && bit(d7, 24) && bit(d7, 25) && linux_tile_permission();
     }
 }
 

@@ -27,6 +27,9 @@ typedef struct qt_cpu_features {
     bool avx512vnni;                           /* Cascade Lake, Ice Lake, Zen 4 */
     bool avxvnni;                              /* VEX-coded VNNI: Alder Lake */
     bool avx512bf16;                           /* detected for later kernels */
+    /* AMX-TILE + AMX-INT8 (Sapphire Rapids), the OS saving tile state, and
+     * Linux's per-process permission to use it granted (arch_prctl) */
+    bool amx;
     bool neon;    /* aarch64 Advanced SIMD (HWCAP_ASIMD) */
     bool dotprod; /* sdot/udot, Armv8.2+ (HWCAP_ASIMDDP): Cortex-A55/A76, Neoverse */
 } qt_cpu_features;
@@ -79,6 +82,13 @@ qt_isa qt_isa_active(void);
 
 /* Its name, for `qlm --version` and benchmarks. */
 const char *qt_isa_name(void);
+
+/* Whether the AMX-INT8 batch kernels run on top of the avx512-vnni set:
+ * the CPU and OS allow it, and QLM_ISA is unset, "amx", or a name that
+ * caps nothing.  Any level name ("avx512", "avx512-vnni", "avx2",
+ * "scalar") turns AMX off, so QLM_ISA=avx512-vnni compares without it. */
+bool qt_amx_allowed(const qt_cpu_features *cpu, qt_isa active, const char *request);
+bool qt_amx_active(void);
 
 /* ---- the ISA files (built for their architecture only) ----------------- */
 

@@ -106,6 +106,7 @@ static const struct {
     {"scalar", QT_ISA_SCALAR},
     {"avx2", QT_ISA_AVX2_VNNI},
     {"avx512", QT_ISA_AVX512_VNNI},
+    {"avx512-vnni", QT_ISA_AVX512_VNNI},
     {"neon", QT_ISA_NEON},
     {"neon-dotprod", QT_ISA_NEON_DOTPROD},
 };
@@ -142,6 +143,29 @@ static void choose_active(void) {
 qt_isa qt_isa_active(void) {
     pthread_once(&active_once, choose_active);
     return active;
+}
+
+bool qt_amx_allowed(const qt_cpu_features *cpu, qt_isa active, const char *request) {
+    if (active != QT_ISA_AVX512_VNNI || !cpu->amx)
+        return false;
+    if (request == NULL || strcmp(request, "amx") == 0)
+        return true;
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
+        if (strcmp(request, levels[i].name) == 0)
+            return false;
+    return true;
+}
+
+static bool amx;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+
+static void choose_amx(void) {
+    amx = qt_amx_allowed(qt_cpu(), qt_isa_active(), getenv("QLM_ISA"));
+}
+
+bool qt_amx_active(void) {
+    pthread_once(&amx_once, choose_amx);
+    return amx;
 }
 
 const char *qt_isa_name(void) {

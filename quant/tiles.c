@@ -73,13 +73,21 @@ static void q8_K_pack(int n, const void *y, size_t y_stride, int ncols, int tile
 #if defined(__x86_64__)
 const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
 {
-    static const qt_tiles q8_0 = {q8_0_pack_size, q8_0_pack, qt_avx512_vnni_tb_q8_0};
-    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_avx512_vnni_tiled};
+    static const qt_tiles q8_0 = {q8_0_pack_size, q8_0_pack, qt_avx512_vnni_tb_q8_0, 0};
+    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_avx512_vnni_tiled, 0};
     switch (type) {
     case QT_Q8_0: return &q8_0;
     case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: return &k;
     default: return NULL;
     }
+}
+
+/* Passes of 256 columns: a block's weights are folded into tile operands
+ * once per pass, so wider passes fold less often. */
+const qt_tiles *qt_tiles_amx(qt_type type)
+{
+    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_amx_tiled, 256};
+    return qt_amx_tiled_has(type) ? &k : NULL;
 }
 #endif
 
@@ -88,6 +96,7 @@ const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols)
     if (n_cols < QT_TILE_MIN_COLS) return NULL;
 #if defined(__x86_64__)
     if (qt_isa_active() != QT_ISA_AVX512_VNNI) return NULL;
+    if (n_cols >= QT_AMX_MIN_COLS && qt_amx_active() && qt_amx_tiled_has(type)) return qt_tiles_amx(type);
     if (type == QT_Q8_0 || qt_tiled_applies(type, rows, n_cols)) return qt_tiles_avx512_vnni(type);
 #else
     (void)type, (void)rows;

@@ -27,6 +27,7 @@
 #ifndef QLM_QT_TILES_H
 #define QLM_QT_TILES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,13 +52,27 @@ typedef struct qt_tiles {
      * are independent, so threads may pack different ones */
     void (*pack)(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
     qt_tile_kernel_fn kernel;
+    /* columns per pass of the caller's loop (0: its default); a pass's
+     * packed columns should stay in L2 while a thread's rows go by */
+    int pass_cols;
 } qt_tiles;
 
 /* The tile kernels for a matmul with weights of `type`, `rows` rows and
  * n_cols columns on this CPU (QLM_ISA caps it), or NULL: then the
  * per-element path gives the same bits.  Only AVX512-VNNI has them:
  * without vpdpbusd/vpdpwssd the packed unsigned bytes would need 16-bit
- * intermediates that saturate, and narrower registers halve the lanes. */
+ * intermediates that saturate, and narrower registers halve the lanes.
+ *
+ * Where qt_amx_active(), Q2_K..Q5_K batches of QT_AMX_MIN_COLS or more
+ * columns take the AMX kernel in the tiled order, Q2_K and Q4_K included:
+ * llama.cpp repacks those (quant/repack.h), but the repacked gemm's
+ * per-64/128-element float steps would cost AMX a tile store and a float
+ * pass each, where the tiled order has one per 256.  So on an AMX machine
+ * those two types' batches have the tiled order's bits, elsewhere the
+ * repacked order's (each within the dot-product tolerance of the other;
+ * greedy outputs are checked against llama.cpp's either way).  The
+ * caller takes this before the repacked path. */
+#define QT_AMX_MIN_COLS 16
 const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols);
 
 #if defined(__x86_64__)
@@ -68,6 +83,13 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
                             int ncols, float *out, size_t out_stride);
 void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                           int ncols, float *out, size_t out_stride);
+/* The AMX-INT8 set for weights of `type` (the tiled order; Q2_K..Q5_K)
+ * whatever QLM_ISA says, or NULL; only for a CPU whose qt_cpu()->amx is
+ * set (quant/x86_amx_k.c). */
+const qt_tiles *qt_tiles_amx(qt_type type);
+bool qt_amx_tiled_has(qt_type type);
+void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
+                  float *out, size_t out_stride);
 #endif
 
 #endif

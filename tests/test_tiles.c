@@ -13,7 +13,14 @@
  *   (raw random or extreme bytes: every quant and scale value, with the
  *   scenario's f16 d and dmin; Q8_K activations with consistent bsums).
  * - gl_matmul routes Q8_0 batches of 8 or more columns, and K-quant ones
- *   llama.cpp does not repack, to them with the same bits. */
+ *   llama.cpp does not repack, to them with the same bits.
+ * - The AMX-INT8 kernel (Q2_K..Q5_K, where CPU and OS have AMX; else a
+ *   PASS line saying it was skipped) equals qt_tiled_dot bit for bit at
+ *   every column count 1..70 and across its 256-column passes, rows not a
+ *   multiple of its 16, and the adversarial blocks above (the extremes
+ *   include Q3_K's (q - 4)·sc = 128 corner and the largest scale·quant
+ *   products); a column gives the same bits alone and among 40; and
+ *   gl_matmul gives those bits for Q2_K/Q4_K batches of 16+ tokens. */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -194,6 +201,87 @@ static void test_matmul_q8_0(void) {
     TEST_END();
 }
 
+#if defined(__x86_64__)
+static void test_amx(qt_type type) {
+    const qt_tiles *tiles = qt_tiles_amx(type);
+    char name[96];
+    snprintf(name, sizeof name, "amx/tiles_%s/columns_1_70", qt_get(type)->name);
+    TEST_BEGIN(name);
+    for (int cols = 1; cols <= 70; cols++)
+        check_shape(tiles, type, 1 + cols % 3, 1 + (cols * 7) % 37, cols, cols % SC_COUNT);
+    TEST_END();
+    /* blocks, rows, columns: rows across 16-row groups, columns across
+     * the 256-column passes */
+    static const int shapes[][3] = {{1, 16, 16}, {2, 17, 31}, {3, 33, 48}, {1, 15, 257}, {2, 5, 300}, {8, 3, 20}};
+    for (int sc = 0; sc < SC_COUNT; sc++) {
+        snprintf(name, sizeof name, "amx/tiles_%s/%s", qt_get(type)->name, sc_names[sc]);
+        TEST_BEGIN(name);
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            for (int rep = 0; rep < 3; rep++) check_shape(tiles, type, shapes[i][0], shapes[i][1], shapes[i][2], sc);
+        TEST_END();
+    }
+}
+
+/* A column's outputs alone and inside a 40-column call, bit for bit. */
+static void test_amx_columns_independent(qt_type type) {
+    char name[96];
+    snprintf(name, sizeof name, "amx/tiles_%s/column_alone_equals_in_batch", qt_get(type)->name);
+    TEST_BEGIN(name);
+    const qt_tiles *tiles = qt_tiles_amx(type);
+    const int nb = 2, n = nb * QT_QK_K, rows = 19, cols = 40;
+    const size_t w_stride = qt_row_size(type, n), y_stride = qt_row_size(QT_Q8_K, n);
+    uint8_t *w = test_xmalloc(w_stride * rows), *y = test_xmalloc(y_stride * cols);
+    for (int r = 0; r < rows; r++) fill_k(type, w + r * w_stride, nb, SC_RANDOM);
+    for (int c = 0; c < cols; c++) fill_q8_K((qt_block_q8_K *)(y + c * y_stride), nb, SC_RANDOM);
+    void *packed = test_xmalloc(tiles->pack_size(n, cols));
+    for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++) tiles->pack(n, y, y_stride, cols, t, packed);
+    float *all = test_xmalloc(sizeof(float) * rows * cols), one[19];
+    tiles->kernel(type, n, w, w_stride, rows, packed, cols, all, rows);
+    void *packed1 = test_xmalloc(tiles->pack_size(n, 1));
+    for (int c = 0; c < cols; c++) {
+        tiles->pack(n, y + c * y_stride, y_stride, 1, 0, packed1);
+        tiles->kernel(type, n, w, w_stride, rows, packed1, 1, one, rows);
+        for (int r = 0; r < rows; r++)
+            CHECK(same_bits(one[r], all[c * rows + r]), "col %d row %d: alone %a, in batch %a", c, r, one[r],
+                  all[c * rows + r]);
+    }
+    free(w), free(y), free(packed), free(packed1), free(all);
+    TEST_END();
+}
+
+/* gl_matmul on the types llama.cpp repacks: with AMX, batches of
+ * QT_AMX_MIN_COLS or more take the tiled order (quant/tiles.h). */
+static void test_matmul_amx(qt_type type) {
+    char name[96];
+    snprintf(name, sizeof name, "amx/matmul_%s_batches", qt_get(type)->name);
+    TEST_BEGIN(name);
+    const int n = 2 * QT_QK_K, rows = 40;
+    const size_t row_bytes = qt_row_size(type, n), act_row = qt_row_size(QT_Q8_K, n);
+    uint8_t *w = test_xmalloc(row_bytes * rows);
+    for (int r = 0; r < rows; r++) fill_k(type, w + r * row_bytes, n / QT_QK_K, SC_RANDOM);
+    gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
+    static const int ntoks[] = {QT_AMX_MIN_COLS, 17, 40, 70};
+    for (size_t i = 0; i < sizeof ntoks / sizeof ntoks[0]; i++) {
+        const int ntok = ntoks[i];
+        float *x = test_xmalloc(sizeof(float) * n * ntok), *out = test_xmalloc(sizeof(float) * rows * ntok);
+        for (int k = 0; k < n * ntok; k++) x[k] = (float)(rng_below(20001) - 10000) * 1e-3f;
+        void *scratch = test_xmalloc(gl_matmul_scratch(&t, ntok));
+        CHECK(gl_matmul(&t, x, out, ntok, scratch) == 0, "gl_matmul failed");
+        uint8_t *xq = test_xmalloc(act_row * ntok);
+        for (int k = 0; k < ntok; k++) qt_quantize_act_q8_K(x + (size_t)k * n, xq + k * act_row, n);
+        for (int k = 0; k < ntok; k++)
+            for (int r = 0; r < rows; r++) {
+                const float want = qt_tiled_dot(type, n, w + r * row_bytes, xq + k * act_row);
+                CHECK(same_bits(out[(size_t)k * rows + r], want), "ntok %d token %d row %d: %a, want %a", ntok, k, r,
+                      out[(size_t)k * rows + r], want);
+            }
+        free(x), free(out), free(scratch), free(xq);
+    }
+    free(w);
+    TEST_END();
+}
+#endif
+
 int main(void) {
 #if defined(__x86_64__)
     if (qt_isa_supported(qt_cpu(), QT_ISA_AVX512_VNNI))
@@ -203,6 +291,21 @@ int main(void) {
             test_kernel("avx512-vnni", types[i], qt_tiles_avx512_vnni(types[i]));
     } else {
         printf("SKIP avx512-vnni/tiles: CPU lacks AVX512-VNNI\n");
+    }
+    if (qt_cpu()->amx && qt_isa_supported(qt_cpu(), QT_ISA_AVX512_VNNI)) {
+        const qt_type types[] = {QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K};
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+            test_amx(types[i]);
+            test_amx_columns_independent(types[i]);
+        }
+        if (qt_amx_active()) {
+            test_matmul_amx(QT_Q4_K);
+            test_matmul_amx(QT_Q2_K);
+        } else {
+            printf("PASS amx/matmul (skipped: AMX turned off by QLM_ISA)\n");
+        }
+    } else {
+        printf("PASS amx/tiles (skipped: CPU or OS lacks AMX-INT8)\n");
     }
 #endif
     test_matmul_q8_0();

@@ -45,7 +45,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("qlm %s (kernels: %s)\n", QLM_VERSION, qt_isa_name());
+        printf("qlm %s (kernels: %s%s)\n", QLM_VERSION, qt_isa_name(), qt_amx_active() ? ", amx" : "");
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

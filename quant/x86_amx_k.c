@@ -1,0 +1,294 @@
+/* x86_amx_k.c - quant/tiles.h's kernel for the tiled K-quant order
+ * (quant/tiled.h) with AMX-INT8 tile products, for Q2_K, Q3_K, Q4_K and
+ * Q5_K weights.
+ *
+ * Compiled with the AVX-512 flags plus -mamx-tile -mamx-int8; reached only
+ * through qt_tiles_for() when qt_amx_active() (CPU, OS and QLM_ISA allow).
+ *
+ * The order needs, per output and 256-element block, two exact integers,
+ * isum = Σ sc·(q - bias)·y and (types with mins) imin = Σ m·bsum, then
+ * three float steps.  A tile product (TDPBUSD/TDPBSSD) costs the same for
+ * K = 16, 32 or 64 bytes, so only whole 64-element chunks pay: the block's
+ * scales are folded into the weight bytes, and one tile accumulates the
+ * whole block (4 products) exactly in int32:
+ *   - Q2_K: sc·q <= 15·3 fits an unsigned byte: one operand;
+ *   - Q4_K, Q5_K: sc·q reaches 63·31, so sc = 8·sh + sl (both <= 7) gives
+ *     two operands sl·q and sh·q (<= 217), isum = C_lo + 8·C_hi;
+ *   - Q3_K: sc·(q - 4) spans [-124, 128]; its negation (4 - q)·sc spans
+ *     [-128, 124], a signed byte: TDPBSSD gives -isum;
+ *   - mins: m per element (<= 63) times y gives Σ m·y = Σ m·bsum (the
+ *     bsums are the sums of the activation bytes), one more operand.
+ * The weights are the A operand (16 rows x 64 bytes, built per block in
+ * their natural order), the activations the B operand: quant/tiles.h's
+ * packed Q8_K tile is already the VNNI layout AMX wants (4-byte groups of
+ * 16 columns, 64 bytes a row), so a block's chunk c is a tile at offset
+ * 1024·c with stride 64.  C[row][column] then goes through the reference's
+ * float steps, 16 columns per register, so every output has qt_tiled_dot's
+ * bits whatever the other columns of the call. */
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "tiled.h"
+#include "tiles.h"
+#include "x86_avx512_tiles.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+#define ROWS 16   /* weight rows per tile */
+#define CHUNKS 4  /* 64-element tile products per block */
+#define PASS_TILES 16 /* column tiles whose float sums stay in one array */
+#define BLOCK_BYTES (QT_TILE_COLS * QT_QK_K + QT_TILE_COLS * QT_QK_K / 16 * sizeof(int16_t) + QT_TILE_COLS * sizeof(float))
+
+/* Tile registers (literal numbers: GCC's tile intrinsics paste them into
+ * the instruction): results of the operands lo, hi, min; the
+ * activations; the operands. */
+#define T_CLO 0
+#define T_CHI 1
+#define T_CMIN 2
+#define T_B 3
+#define T_ALO 4
+#define T_AHI 5
+#define T_AMIN 6
+#define N_TILES 7
+
+typedef struct tilecfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tilecfg;
+
+/* One block of a group of 16 weight rows, as tile operands. */
+typedef struct wgroup {
+    uint8_t a[3][CHUNKS][ROWS][64]; /* lo, hi, min; chunk; row */
+    float d[ROWS], neg_dmin[ROWS];
+} wgroup;
+
+/* The 64 quants of chunk c (elements 64c..64c+63) as unsigned bytes,
+ * bias not removed; element order is qt_tiled_unpack's. */
+INLINE __m256i bits(__m256i v, int shift, int mask)
+{
+    return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8((char)mask));
+}
+
+INLINE __m256i add_if_bit(__m256i q, __m256i h, int bit, int add)
+{
+    return _mm256_mask_add_epi8(q, _mm256_test_epi8_mask(h, _mm256_set1_epi8((char)(1 << bit))), q,
+                                _mm256_set1_epi8((char)add));
+}
+
+INLINE __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+
+INLINE __m512i chunk_quants(qt_type type, const uint8_t *x, int c)
+{
+    switch (type) {
+    case QT_Q2_K:
+    case QT_Q3_K: {
+        /* 2-bit fields: 32 bytes per 128 elements, field 2(c%2) and the
+         * next; Q3_K's hmask bits 2c, 2c+1 add 4 */
+        const qt_block_q3_K *b3 = (const qt_block_q3_K *)x;
+        const uint8_t *qs = type == QT_Q2_K ? ((const qt_block_q2_K *)x)->qs : b3->qs;
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * (c / 2)));
+        __m256i lo = bits(v, 4 * (c % 2), 3), hi = bits(v, 4 * (c % 2) + 2, 3);
+        if (type == QT_Q3_K) {
+            const __m256i hm = _mm256_loadu_si256((const __m256i *)b3->hmask);
+            lo = add_if_bit(lo, hm, 2 * c, 4);
+            hi = add_if_bit(hi, hm, 2 * c + 1, 4);
+        }
+        return join(lo, hi);
+    }
+    default: {
+        /* nibbles of 32 bytes; Q5_K's qh bits 2c, 2c+1 add 16 */
+        const uint8_t *qs = type == QT_Q4_K ? ((const qt_block_q4_K *)x)->qs : ((const qt_block_q5_K *)x)->qs;
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+        __m256i lo = bits(v, 0, 0x0f), hi = bits(v, 4, 0x0f);
+        if (type == QT_Q5_K) {
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)((const qt_block_q5_K *)x)->qh);
+            lo = add_if_bit(lo, qh, 2 * c, 16);
+            hi = add_if_bit(hi, qh, 2 * c + 1, 16);
+        }
+        return join(lo, hi);
+    }
+    }
+}
+
+/* Word w of chunk c holds elements 64c + 2w, +1: scale 4c + w/8. */
+INLINE __m512i pair_index(int c)
+{
+    return _mm512_add_epi16(_mm512_set1_epi16((short)(4 * c)),
+                            _mm512_srli_epi16(_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18,
+                                                               17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2,
+                                                               1, 0),
+                                              3));
+}
+
+/* Row i of group g from the block at x. */
+INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
+{
+    qt_tiled_block k;
+    qt_tiled_unpack_scales(type, x, &k);
+    g->d[i] = k.d;
+    g->neg_dmin[i] = k.has_min ? -k.dmin : 0.0f;
+    int16_t s_lo[32], s_hi[32], m2[32];
+    for (int j = 0; j < 16; j++) {
+        const int sc = k.sc[j];
+        s_lo[j] = (int16_t)(type == QT_Q4_K || type == QT_Q5_K ? sc & 7 : sc);
+        s_hi[j] = (int16_t)(sc >> 3);
+        m2[j] = (int16_t)(k.m[j] | k.m[j] << 8);
+    }
+    const __m512i vlo = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s_lo));
+    const __m512i vhi = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s_hi));
+    const __m512i vm = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)m2));
+    for (int c = 0; c < CHUNKS; c++) {
+        const __m512i q = chunk_quants(type, x, c);
+        const __m512i idx = pair_index(c);
+        if (type == QT_Q3_K) {
+            /* (4 - q)·sc in 16 bits, element by element, then narrowed */
+            const __m512i four = _mm512_set1_epi16(4);
+            const __m512i e_lo = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(q));
+            const __m512i e_hi = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(q, 1));
+            /* element word w of half h: scale 4c + 2h + w/16 */
+            const __m512i ix = _mm512_srli_epi16(_mm512_sub_epi16(idx, _mm512_set1_epi16((short)(4 * c))), 1);
+            const __m512i i_lo = _mm512_add_epi16(_mm512_set1_epi16((short)(4 * c)), ix);
+            const __m512i i_hi = _mm512_add_epi16(i_lo, _mm512_set1_epi16(2));
+            const __m512i p_lo = _mm512_mullo_epi16(_mm512_sub_epi16(four, e_lo), _mm512_permutexvar_epi16(i_lo, vlo));
+            const __m512i p_hi = _mm512_mullo_epi16(_mm512_sub_epi16(four, e_hi), _mm512_permutexvar_epi16(i_hi, vlo));
+            _mm512_storeu_si512(g->a[0][c][i], join(_mm512_cvtepi16_epi8(p_lo), _mm512_cvtepi16_epi8(p_hi)));
+            continue;
+        }
+        /* both bytes of a word share a scale s and s·q < 256: one 16-bit
+         * multiply gives both byte products without carries */
+        _mm512_storeu_si512(g->a[0][c][i], _mm512_mullo_epi16(q, _mm512_permutexvar_epi16(idx, vlo)));
+        if (type == QT_Q4_K || type == QT_Q5_K)
+            _mm512_storeu_si512(g->a[1][c][i], _mm512_mullo_epi16(q, _mm512_permutexvar_epi16(idx, vhi)));
+        if (k.has_min) _mm512_storeu_si512(g->a[2][c][i], _mm512_permutexvar_epi16(idx, vm));
+    }
+}
+
+INLINE void zero_row(wgroup *g, int i)
+{
+    for (int p = 0; p < 3; p++)
+        for (int c = 0; c < CHUNKS; c++) memset(g->a[p][c][i], 0, 64);
+    g->d[i] = g->neg_dmin[i] = 0.0f;
+}
+
+/* One block of one column tile: the integer sums (tile products over the
+ * 4 chunks), stored, then the float steps into acc[i] for rows i < nr. */
+INLINE void block_tile(qt_type type, const wgroup *g, const uint8_t *blk, __m512 acc[ROWS], int nr)
+{
+    const bool two = type == QT_Q4_K || type == QT_Q5_K, mins = type != QT_Q3_K;
+    _Alignas(64) int32_t cs[3][ROWS][16];
+    _tile_zero(T_CLO);
+    if (two) _tile_zero(T_CHI);
+    if (mins) _tile_zero(T_CMIN);
+    for (int c = 0; c < CHUNKS; c++) {
+        _tile_loadd(T_B, blk + 1024 * c, 64);
+        _tile_loadd(T_ALO, g->a[0][c], 64);
+        if (type == QT_Q3_K)
+            _tile_dpbssd(T_CLO, T_ALO, T_B);
+        else
+            _tile_dpbusd(T_CLO, T_ALO, T_B);
+        if (two) {
+            _tile_loadd(T_AHI, g->a[1][c], 64);
+            _tile_dpbusd(T_CHI, T_AHI, T_B);
+        }
+        if (mins) {
+            _tile_loadd(T_AMIN, g->a[2][c], 64);
+            _tile_dpbusd(T_CMIN, T_AMIN, T_B);
+        }
+    }
+    _tile_stored(T_CLO, cs[0], 64);
+    if (two) _tile_stored(T_CHI, cs[1], 64);
+    if (mins) _tile_stored(T_CMIN, cs[2], 64);
+    const __m512 dy =
+        _mm512_loadu_ps((const float *)(blk + QT_TILE_COLS * QT_QK_K + QT_TILE_COLS * QT_QK_K / 16 * sizeof(int16_t)));
+    for (int i = 0; i < nr; i++) {
+        __m512i isum = _mm512_load_si512(cs[0][i]);
+        if (two) isum = _mm512_add_epi32(isum, _mm512_slli_epi32(_mm512_load_si512(cs[1][i]), 3));
+        if (type == QT_Q3_K) isum = _mm512_sub_epi32(_mm512_setzero_si512(), isum);
+        __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(g->d[i]));
+        if (mins)
+            r = _mm512_fmadd_ps(_mm512_set1_ps(g->neg_dmin[i]), _mm512_cvtepi32_ps(_mm512_load_si512(cs[2][i])), r);
+        acc[i] = _mm512_fmadd_ps(r, dy, acc[i]);
+    }
+}
+
+INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
+                float *out, size_t out_stride)
+{
+    const int nb = n / QT_QK_K;
+    const size_t wbytes = qt_get(type)->type_size, tile_bytes = (size_t)nb * BLOCK_BYTES;
+    _Alignas(64) wgroup g;
+    for (int r0 = 0; r0 < nrows; r0 += ROWS) {
+        const int nr = nrows - r0 < ROWS ? nrows - r0 : ROWS;
+        for (int i = nr; i < ROWS; i++) zero_row(&g, i);
+        for (int c0 = 0; c0 < ncols; c0 += PASS_TILES * QT_TILE_COLS) {
+            const int nc = ncols - c0 < PASS_TILES * QT_TILE_COLS ? ncols - c0 : PASS_TILES * QT_TILE_COLS;
+            const int nt = (nc + QT_TILE_COLS - 1) / QT_TILE_COLS;
+            const uint8_t *pass = (const uint8_t *)packed + (size_t)(c0 / QT_TILE_COLS) * tile_bytes;
+            __m512 acc[PASS_TILES][ROWS];
+            for (int t = 0; t < nt; t++)
+                for (int i = 0; i < ROWS; i++) acc[t][i] = _mm512_setzero_ps();
+            for (int b = 0; b < nb; b++) {
+                for (int i = 0; i < nr; i++)
+                    build_row(type, (const uint8_t *)w + (size_t)(r0 + i) * w_stride + (size_t)b * wbytes, &g, i);
+                for (int t = 0; t < nt; t++)
+                    block_tile(type, &g, pass + (size_t)t * tile_bytes + (size_t)b * BLOCK_BYTES, acc[t], nr);
+            }
+            /* results per column for qt_tiles_flush */
+            float res[PASS_TILES * QT_TILE_COLS][ROWS];
+            for (int t = 0; t < nt; t++)
+                for (int i = 0; i < nr; i++) {
+                    float s[QT_TILE_COLS];
+                    _mm512_storeu_ps(s, acc[t][i]);
+                    for (int c = 0; c < QT_TILE_COLS; c++) res[t * QT_TILE_COLS + c][i] = s[c];
+                }
+            qt_tiles_flush(out, out_stride, c0, nc, res[0], ROWS, r0, nr);
+        }
+    }
+}
+
+#define RUN_TYPE(name, type)                                                                                      \
+    static void name(int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols, float *out, \
+                     size_t out_stride)                                                                           \
+    {                                                                                                             \
+        run(type, n, w, w_stride, nrows, packed, ncols, out, out_stride);                                         \
+    }
+RUN_TYPE(run_q2_K, QT_Q2_K)
+RUN_TYPE(run_q3_K, QT_Q3_K)
+RUN_TYPE(run_q4_K, QT_Q4_K)
+RUN_TYPE(run_q5_K, QT_Q5_K)
+#undef RUN_TYPE
+
+bool qt_amx_tiled_has(qt_type type)
+{
+    return type == QT_Q2_K || type == QT_Q3_K || type == QT_Q4_K || type == QT_Q5_K;
+}
+
+void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
+                  float *out, size_t out_stride)
+{
+    /* Tiles are per-thread state: configured per call, released after so
+     * the thread's context switches stay cheap. */
+    tilecfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < N_TILES; t++) {
+        cfg.rows[t] = 16;
+        cfg.colsb[t] = 64;
+    }
+    _tile_loadconfig(&cfg);
+    switch (type) {
+    case QT_Q2_K: run_q2_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
+    case QT_Q3_K: run_q3_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
+    case QT_Q4_K: run_q4_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
+    case QT_Q5_K: run_q5_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
+    default: break;
+    }
+    _tile_release();
+}
+
+#endif
