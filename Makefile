@@ -48,7 +48,7 @@ $(BUILD)/quant/x86_avx2_kv.o:   ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx512_kv.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx512_tinyblas.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx512_tiled.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
-$(BUILD)/quant/x86_amx_k.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mamx-tile -mamx-int8
+$(BUILD)/quant/x86_amx_k.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mamx-tile -mamx-int8 -mprfchw
 endif
 # Baseline aarch64 has NEON; only the sdot set needs (and gets) Armv8.2.
 ifneq ($(filter aarch64-%,$(shell $(CC) -dumpmachine)),)

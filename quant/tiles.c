@@ -61,7 +61,12 @@ static void q8_K_pack(int n, const void *y, size_t y_stride, int ncols, int tile
         float *d = (float *)(bs + QT_TILE_COLS * QT_QK_K / 16);
         for (int c = 0; c < QT_TILE_COLS; c++) {
             const qt_block_q8_K *row = c0 + c < ncols ? (const qt_block_q8_K *)((const uint8_t *)y + (size_t)(c0 + c) * y_stride) + b : NULL;
-            for (int e = 0; e < QT_QK_K; e++) qs[(e / 4) * 4 * QT_TILE_COLS + 4 * c + e % 4] = row ? row->qs[e] : 0;
+            /* 4-byte groups: the layout moves whole groups */
+            for (int g = 0; g < QT_QK_K / 4; g++) {
+                uint32_t group = 0;
+                if (row) memcpy(&group, row->qs + 4 * g, sizeof group);
+                memcpy(qs + g * 4 * QT_TILE_COLS + 4 * c, &group, sizeof group);
+            }
             for (int j = 0; j < QT_QK_K / 16; j++) bs[(j / 2) * 2 * QT_TILE_COLS + 2 * c + j % 2] = row ? row->bsums[j] : 0;
             d[c] = row ? row->d : 0.0f;
         }
@@ -86,7 +91,7 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
  * once per pass, so wider passes fold less often. */
 const qt_tiles *qt_tiles_amx(qt_type type)
 {
-    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_amx_tiled, 256};
+    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_amx_tiled, 512};
     return qt_amx_tiled_has(type) ? &k : NULL;
 }
 #endif

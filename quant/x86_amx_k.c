@@ -40,7 +40,10 @@
 
 #define ROWS 16   /* weight rows per tile */
 #define CHUNKS 4  /* 64-element tile products per block */
-#define PASS_TILES 16 /* column tiles whose float sums stay in one array */
+#define PASS_TILES 32 /* column tiles whose float sums stay in one array */
+#ifndef PASS_BYTES
+#define PASS_BYTES (1536 * 1024)
+#endif
 #define BLOCK_BYTES (QT_TILE_COLS * QT_QK_K + QT_TILE_COLS * QT_QK_K / 16 * sizeof(int16_t) + QT_TILE_COLS * sizeof(float))
 
 /* Tile registers (literal numbers: GCC's tile intrinsics paste them into
@@ -175,34 +178,36 @@ INLINE void zero_row(wgroup *g, int i)
     g->d[i] = g->neg_dmin[i] = 0.0f;
 }
 
-/* One block of one column tile: the integer sums (tile products over the
- * 4 chunks), stored, then the float steps into acc[i] for rows i < nr. */
-INLINE void block_tile(qt_type type, const wgroup *g, const uint8_t *blk, __m512 acc[ROWS], int nr)
+/* The integer sums of one block and one column tile (tile products over
+ * the 4 chunks), stored to cs. */
+INLINE void block_sums(qt_type type, const wgroup *g, const uint8_t *blk, int32_t cs[3][ROWS][16])
 {
     const bool two = type == QT_Q4_K || type == QT_Q5_K, mins = type != QT_Q3_K;
-    _Alignas(64) int32_t cs[3][ROWS][16];
     _tile_zero(T_CLO);
     if (two) _tile_zero(T_CHI);
     if (mins) _tile_zero(T_CMIN);
     for (int c = 0; c < CHUNKS; c++) {
         _tile_loadd(T_B, blk + 1024 * c, 64);
         _tile_loadd(T_ALO, g->a[0][c], 64);
+        if (two) _tile_loadd(T_AHI, g->a[1][c], 64);
+        if (mins) _tile_loadd(T_AMIN, g->a[2][c], 64);
         if (type == QT_Q3_K)
             _tile_dpbssd(T_CLO, T_ALO, T_B);
         else
             _tile_dpbusd(T_CLO, T_ALO, T_B);
-        if (two) {
-            _tile_loadd(T_AHI, g->a[1][c], 64);
-            _tile_dpbusd(T_CHI, T_AHI, T_B);
-        }
-        if (mins) {
-            _tile_loadd(T_AMIN, g->a[2][c], 64);
-            _tile_dpbusd(T_CMIN, T_AMIN, T_B);
-        }
+        if (two) _tile_dpbusd(T_CHI, T_AHI, T_B);
+        if (mins) _tile_dpbusd(T_CMIN, T_AMIN, T_B);
     }
     _tile_stored(T_CLO, cs[0], 64);
     if (two) _tile_stored(T_CHI, cs[1], 64);
     if (mins) _tile_stored(T_CMIN, cs[2], 64);
+}
+
+/* The reference's float steps on those sums into acc[i], rows i < nr. */
+INLINE void block_floats(qt_type type, const wgroup *g, const uint8_t *blk, int32_t cs[3][ROWS][16],
+                         __m512 acc[ROWS], int nr)
+{
+    const bool two = type == QT_Q4_K || type == QT_Q5_K, mins = type != QT_Q3_K;
     const __m512 dy =
         _mm512_loadu_ps((const float *)(blk + QT_TILE_COLS * QT_QK_K + QT_TILE_COLS * QT_QK_K / 16 * sizeof(int16_t)));
     for (int i = 0; i < nr; i++) {
@@ -216,37 +221,59 @@ INLINE void block_tile(qt_type type, const wgroup *g, const uint8_t *blk, __m512
     }
 }
 
+/* Rows per write-out: each column's results go out in runs this long. */
+#define OUT_ROWS 16
+
 INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
                 float *out, size_t out_stride)
 {
     const int nb = n / QT_QK_K;
     const size_t wbytes = qt_get(type)->type_size, tile_bytes = (size_t)nb * BLOCK_BYTES;
     _Alignas(64) wgroup g;
-    for (int r0 = 0; r0 < nrows; r0 += ROWS) {
-        const int nr = nrows - r0 < ROWS ? nrows - r0 : ROWS;
-        for (int i = nr; i < ROWS; i++) zero_row(&g, i);
-        for (int c0 = 0; c0 < ncols; c0 += PASS_TILES * QT_TILE_COLS) {
-            const int nc = ncols - c0 < PASS_TILES * QT_TILE_COLS ? ncols - c0 : PASS_TILES * QT_TILE_COLS;
-            const int nt = (nc + QT_TILE_COLS - 1) / QT_TILE_COLS;
-            const uint8_t *pass = (const uint8_t *)packed + (size_t)(c0 / QT_TILE_COLS) * tile_bytes;
+    /* two sets of sums: a tile's float steps run one tile behind its
+     * products, so the vector loads never wait on the tile stores just
+     * issued (stores do not forward to loads) */
+    _Alignas(64) int32_t cs[2][3][ROWS][16];
+    /* a pass's packed activations stay within L2 while its row groups go
+     * by; more columns per pass fold each block's weights fewer times */
+    int pass_tiles = (int)(PASS_BYTES / tile_bytes);
+    pass_tiles = pass_tiles > PASS_TILES ? PASS_TILES : pass_tiles < 4 ? 4 : pass_tiles;
+    for (int c0 = 0; c0 < ncols; c0 += pass_tiles * QT_TILE_COLS) {
+        const int nc = ncols - c0 < pass_tiles * QT_TILE_COLS ? ncols - c0 : pass_tiles * QT_TILE_COLS;
+        const int nt = (nc + QT_TILE_COLS - 1) / QT_TILE_COLS;
+        const uint8_t *pass = (const uint8_t *)packed + (size_t)(c0 / QT_TILE_COLS) * tile_bytes;
+        /* results of OUT_ROWS rows per column, for qt_tiles_flush */
+        float res[PASS_TILES * QT_TILE_COLS][OUT_ROWS];
+        for (int r0 = 0; r0 < nrows; r0 += ROWS) {
+            const int nr = nrows - r0 < ROWS ? nrows - r0 : ROWS;
+            for (int i = nr; i < ROWS; i++) zero_row(&g, i);
             __m512 acc[PASS_TILES][ROWS];
             for (int t = 0; t < nt; t++)
                 for (int i = 0; i < ROWS; i++) acc[t][i] = _mm512_setzero_ps();
             for (int b = 0; b < nb; b++) {
                 for (int i = 0; i < nr; i++)
                     build_row(type, (const uint8_t *)w + (size_t)(r0 + i) * w_stride + (size_t)b * wbytes, &g, i);
-                for (int t = 0; t < nt; t++)
-                    block_tile(type, &g, pass + (size_t)t * tile_bytes + (size_t)b * BLOCK_BYTES, acc[t], nr);
+                const uint8_t *blk = pass + (size_t)b * BLOCK_BYTES;
+                for (int t = 0; t < nt; t++) {
+                    if (b == 0) /* this group's output lines, owned by the time they are written */
+                        for (int c = 0; c < QT_TILE_COLS && t * QT_TILE_COLS + c < nc; c++)
+                            __builtin_prefetch(out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0, 1, 3);
+                    block_sums(type, &g, blk + (size_t)t * tile_bytes, cs[t % 2]);
+                    if (t) block_floats(type, &g, blk + (size_t)(t - 1) * tile_bytes, cs[(t - 1) % 2], acc[t - 1], nr);
+                }
+                block_floats(type, &g, blk + (size_t)(nt - 1) * tile_bytes, cs[(nt - 1) % 2], acc[nt - 1], nr);
             }
-            /* results per column for qt_tiles_flush */
-            float res[PASS_TILES * QT_TILE_COLS][ROWS];
             for (int t = 0; t < nt; t++)
                 for (int i = 0; i < nr; i++) {
                     float s[QT_TILE_COLS];
                     _mm512_storeu_ps(s, acc[t][i]);
-                    for (int c = 0; c < QT_TILE_COLS; c++) res[t * QT_TILE_COLS + c][i] = s[c];
+                    for (int c = 0; c < QT_TILE_COLS; c++) res[t * QT_TILE_COLS + c][(r0 + i) % OUT_ROWS] = s[c];
                 }
-            qt_tiles_flush(out, out_stride, c0, nc, res[0], ROWS, r0, nr);
+            const int r = r0 + nr;
+            if (r % OUT_ROWS == 0 || r == nrows) {
+                const int rs = (r - 1) / OUT_ROWS * OUT_ROWS;
+                qt_tiles_flush(out, out_stride, c0, nc, res[0], OUT_ROWS, rs, r - rs);
+            }
         }
     }
 }
