@@ -8,6 +8,7 @@
 #include "blocks.h"
 #include "cpu.h"
 #include "fp16.h"
+#include "repack.h"
 #include "tiled.h"
 
 /* ---- Q8_0 (tinyBLAS order) ---------------------------------------------- */
@@ -96,12 +97,23 @@ const qt_tiles *qt_tiles_amx(qt_type type)
 }
 #endif
 
+bool qt_tiles_amx_applies(qt_type type, int64_t rows, int n_cols)
+{
+#if defined(__x86_64__)
+    return n_cols >= QT_AMX_MIN_COLS && qt_isa_active() == QT_ISA_AVX512_VNNI && qt_amx_active() &&
+           qt_amx_tiled_has(type) && (!qt_repack_applies(type, rows) || qt_amx_reorder());
+#else
+    (void)type, (void)rows, (void)n_cols;
+    return false;
+#endif
+}
+
 const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols)
 {
     if (n_cols < QT_TILE_MIN_COLS) return NULL;
 #if defined(__x86_64__)
     if (qt_isa_active() != QT_ISA_AVX512_VNNI) return NULL;
-    if (n_cols >= QT_AMX_MIN_COLS && qt_amx_active() && qt_amx_tiled_has(type)) return qt_tiles_amx(type);
+    if (qt_tiles_amx_applies(type, rows, n_cols)) return qt_tiles_amx(type);
     if (type == QT_Q8_0 || qt_tiled_applies(type, rows, n_cols)) return qt_tiles_avx512_vnni(type);
 #else
     (void)type, (void)rows;

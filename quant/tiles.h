@@ -63,17 +63,24 @@ typedef struct qt_tiles {
  * without vpdpbusd/vpdpwssd the packed unsigned bytes would need 16-bit
  * intermediates that saturate, and narrower registers halve the lanes.
  *
- * Where qt_amx_active(), Q2_K..Q5_K batches of QT_AMX_MIN_COLS or more
- * columns take the AMX kernel in the tiled order, Q2_K and Q4_K included:
- * llama.cpp repacks those (quant/repack.h), but the repacked gemm's
- * per-64/128-element float steps would cost AMX a tile store and a float
- * pass each, where the tiled order has one per 256.  So on an AMX machine
- * those two types' batches have the tiled order's bits, elsewhere the
- * repacked order's (each within the dot-product tolerance of the other;
- * greedy outputs are checked against llama.cpp's either way).  The
- * caller takes this before the repacked path. */
+ * Where qt_amx_active(), Q3_K and Q5_K batches of QT_AMX_MIN_COLS or
+ * more columns take the AMX kernel, in the same tiled order (same bits);
+ * so do Q2_K and Q4_K where llama.cpp does not repack them (rows not a
+ * multiple of 8).  Where it does, their order is the repacked gemm's
+ * (quant/repack.h), whose float steps per 64 (Q4_K) or 128 (Q2_K)
+ * elements would cost AMX a tile store and a float pass each where the
+ * tiled order has one per 256; the AMX kernel gives the tiled order's bits
+ * there too, a different order (each within the dot-product tolerance of
+ * the other), so it is taken only when QLM_ISA=amx asks for it
+ * (qt_amx_reorder): greedy generations of the SmolLM2/Gemma 3 Q4_K_M
+ * conformance suites then differ from llama.cpp's default-configuration
+ * fixtures at top-2 gaps up to 0.2, exactly where llama.cpp's own
+ * --no-repack run (the tiled order) differs from them (notes in
+ * /work/notes/amxk.md).  The caller takes this before the repacked path. */
 #define QT_AMX_MIN_COLS 16
 const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols);
+/* Whether qt_tiles_for gives the AMX set for this weight and batch. */
+bool qt_tiles_amx_applies(qt_type type, int64_t rows, int n_cols);
 
 #if defined(__x86_64__)
 /* The AVX512-VNNI set for weights of `type` whatever QLM_ISA says (for

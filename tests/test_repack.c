@@ -26,6 +26,7 @@
 #include "quant/fp16.h"
 #include "quant/repack.h"
 #include "quant/tiled.h"
+#include "quant/tiles.h"
 #include "quant/types.h"
 #include "tests/test.h"
 
@@ -339,7 +340,9 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
     gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
     /* every count up to 12, then a few across the wide kernels' passes */
     for (int ntok = 1; ntok <= max_tok; ntok += ntok < 12 ? 1 : 29) {
-        const int order = qt_repack_applies(type, rows) ? ORDER_REPACK
+        /* with QLM_ISA=amx, K-quant batches take the tiled order first (quant/tiles.h) */
+        const int order = qt_tiles_amx_applies(type, rows, ntok) ? ORDER_TILED
+                        : qt_repack_applies(type, rows) ? ORDER_REPACK
                         : qt_tiled_applies(type, rows, ntok) ? ORDER_TILED
                         : qt_tinyblas_dot(type, rows, ntok) ? ORDER_TINYBLAS : ORDER_VEC_DOT;
         float *x = xmalloc(sizeof(float) * n * ntok), *out = xmalloc(sizeof(float) * rows * ntok);

@@ -22,6 +22,8 @@
  *   products); a column gives the same bits alone and among 40; and
  *   gl_matmul gives those bits for Q2_K/Q4_K batches of 16+ tokens. */
 #include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -249,13 +251,19 @@ static void test_amx_columns_independent(qt_type type) {
     TEST_END();
 }
 
-/* gl_matmul on the types llama.cpp repacks: with AMX, batches of
- * QT_AMX_MIN_COLS or more take the tiled order (quant/tiles.h). */
-static void test_matmul_amx(qt_type type) {
+/* gl_matmul where the AMX kernel applies: the tiled order's bits.  It
+ * applies by default to Q3_K and Q5_K, and to Q2_K and Q4_K whose rows
+ * llama.cpp does not repack; to those it repacks only with QLM_ISA=amx. */
+static void test_matmul_amx(qt_type type, int rows) {
     char name[96];
-    snprintf(name, sizeof name, "amx/matmul_%s_batches", qt_get(type)->name);
+    snprintf(name, sizeof name, "amx/matmul_%s_rows%d_batches", qt_get(type)->name, rows);
     TEST_BEGIN(name);
-    const int n = 2 * QT_QK_K, rows = 40;
+    const int n = 2 * QT_QK_K;
+    const bool reordered = (type == QT_Q2_K || type == QT_Q4_K) && rows % 8 == 0;
+    CHECK(qt_tiles_amx_applies(type, rows, QT_AMX_MIN_COLS) == (!reordered || qt_amx_reorder()),
+          "AMX %s for %d rows with QLM_ISA=%s", qt_tiles_amx_applies(type, rows, QT_AMX_MIN_COLS) ? "taken" : "not taken",
+          rows, getenv("QLM_ISA") ? getenv("QLM_ISA") : "(unset)");
+    CHECK(!qt_tiles_amx_applies(type, rows, QT_AMX_MIN_COLS - 1), "AMX taken below %d columns", QT_AMX_MIN_COLS);
     const size_t row_bytes = qt_row_size(type, n), act_row = qt_row_size(QT_Q8_K, n);
     uint8_t *w = test_xmalloc(row_bytes * rows);
     for (int r = 0; r < rows; r++) fill_k(type, w + r * row_bytes, n / QT_QK_K, SC_RANDOM);
@@ -263,6 +271,7 @@ static void test_matmul_amx(qt_type type) {
     static const int ntoks[] = {QT_AMX_MIN_COLS, 17, 40, 70};
     for (size_t i = 0; i < sizeof ntoks / sizeof ntoks[0]; i++) {
         const int ntok = ntoks[i];
+        if (!qt_tiles_amx_applies(type, rows, ntok)) continue; /* test_repack checks the other orders */
         float *x = test_xmalloc(sizeof(float) * n * ntok), *out = test_xmalloc(sizeof(float) * rows * ntok);
         for (int k = 0; k < n * ntok; k++) x[k] = (float)(rng_below(20001) - 10000) * 1e-3f;
         void *scratch = test_xmalloc(gl_matmul_scratch(&t, ntok));
@@ -299,8 +308,10 @@ int main(void) {
             test_amx_columns_independent(types[i]);
         }
         if (qt_amx_active()) {
-            test_matmul_amx(QT_Q4_K);
-            test_matmul_amx(QT_Q2_K);
+            for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+                test_matmul_amx(types[i], 36);
+                test_matmul_amx(types[i], 40);
+            }
         } else {
             printf("PASS amx/matmul (skipped: AMX turned off by QLM_ISA)\n");
         }
