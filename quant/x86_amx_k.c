@@ -56,7 +56,8 @@
 #define T_ALO 4
 #define T_AHI 5
 #define T_AMIN 6
-#define N_TILES 7
+#define T_A3 7
+#define N_TILES 8
 
 typedef struct tilecfg {
     uint8_t palette, start_row, reserved[14];
@@ -66,7 +67,7 @@ typedef struct tilecfg {
 
 /* One block of a group of 16 weight rows, as tile operands. */
 typedef struct wgroup {
-    uint8_t a[3][CHUNKS][ROWS][64]; /* lo, hi, min; chunk; row */
+    uint8_t a[4][CHUNKS][ROWS][64]; /* operand (lo, hi, min; Q6_K's four); chunk; row */
     float d[ROWS], neg_dmin[ROWS];
 } wgroup;
 
@@ -118,6 +119,28 @@ INLINE __m512i chunk_quants(qt_type type, const uint8_t *x, int c)
     }
 }
 
+/* Q6_K's chunk c as low nibbles and high 2-bit fields (unsigned). */
+INLINE void chunk_q6(const qt_block_q6_K *x, int c, __m512i *ql, __m512i *qh)
+{
+    const int h = c / 2, nib = 4 * (c % 2), part = 2 * (c % 2);
+    const __m256i v0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h));
+    const __m256i v1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32));
+    const __m256i hb = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+    *ql = join(bits(v0, nib, 0x0f), bits(v1, nib, 0x0f));
+    *qh = join(bits(hb, 2 * part, 3), bits(hb, 2 * part + 2, 3));
+}
+
+/* Signed 16-bit products of the 64 bytes u (as unsigned, minus `sub`) by
+ * the scales in the words of sc (element word w of half h: scale
+ * index lo/hi), narrowed to bytes: the values must fit int8. */
+INLINE __m512i products16(__m512i u, int sub, __m512i sc, __m512i i_lo, __m512i i_hi)
+{
+    const __m512i e_lo = _mm512_sub_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(u)), _mm512_set1_epi16((short)sub));
+    const __m512i e_hi = _mm512_sub_epi16(_mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(u, 1)), _mm512_set1_epi16((short)sub));
+    return join(_mm512_cvtepi16_epi8(_mm512_mullo_epi16(e_lo, _mm512_permutexvar_epi16(i_lo, sc))),
+                _mm512_cvtepi16_epi8(_mm512_mullo_epi16(e_hi, _mm512_permutexvar_epi16(i_hi, sc))));
+}
+
 /* Word w of chunk c holds elements 64c + 2w, +1: scale 4c + w/8. */
 INLINE __m512i pair_index(int c)
 {
@@ -138,28 +161,36 @@ INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
     int16_t s_lo[32], s_hi[32], m2[32];
     for (int j = 0; j < 16; j++) {
         const int sc = k.sc[j];
-        s_lo[j] = (int16_t)(type == QT_Q4_K || type == QT_Q5_K ? sc & 7 : sc);
-        s_hi[j] = (int16_t)(sc >> 3);
+        /* Q4_K, Q5_K: sc = 8·hi + lo; Q6_K: sc = 16·hi + lo (hi signed) */
+        s_lo[j] = (int16_t)(type == QT_Q4_K || type == QT_Q5_K ? sc & 7 : type == QT_Q6_K ? sc & 15 : sc);
+        s_hi[j] = (int16_t)(type == QT_Q6_K ? sc >> 4 : sc >> 3);
         m2[j] = (int16_t)(k.m[j] | k.m[j] << 8);
     }
     const __m512i vlo = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s_lo));
     const __m512i vhi = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s_hi));
     const __m512i vm = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)m2));
     for (int c = 0; c < CHUNKS; c++) {
-        const __m512i q = chunk_quants(type, x, c);
         const __m512i idx = pair_index(c);
-        if (type == QT_Q3_K) {
-            /* (4 - q)·sc in 16 bits, element by element, then narrowed */
-            const __m512i four = _mm512_set1_epi16(4);
-            const __m512i e_lo = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(q));
-            const __m512i e_hi = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(q, 1));
-            /* element word w of half h: scale 4c + 2h + w/16 */
-            const __m512i ix = _mm512_srli_epi16(_mm512_sub_epi16(idx, _mm512_set1_epi16((short)(4 * c))), 1);
-            const __m512i i_lo = _mm512_add_epi16(_mm512_set1_epi16((short)(4 * c)), ix);
-            const __m512i i_hi = _mm512_add_epi16(i_lo, _mm512_set1_epi16(2));
-            const __m512i p_lo = _mm512_mullo_epi16(_mm512_sub_epi16(four, e_lo), _mm512_permutexvar_epi16(i_lo, vlo));
-            const __m512i p_hi = _mm512_mullo_epi16(_mm512_sub_epi16(four, e_hi), _mm512_permutexvar_epi16(i_hi, vlo));
-            _mm512_storeu_si512(g->a[0][c][i], join(_mm512_cvtepi16_epi8(p_lo), _mm512_cvtepi16_epi8(p_hi)));
+        /* element word w of half h: scale 4c + 2h + w/16 */
+        const __m512i i_lo = _mm512_add_epi16(_mm512_set1_epi16((short)(4 * c)),
+                                              _mm512_srli_epi16(_mm512_sub_epi16(idx, _mm512_set1_epi16((short)(4 * c))), 1));
+        const __m512i i_hi = _mm512_add_epi16(i_lo, _mm512_set1_epi16(2));
+        if (type == QT_Q6_K) {
+            /* q - 32 = 16·(qh - 2) + ql, sc = 16·hi + lo:
+             * (q - 32)·sc = ql·lo + 16·(ql·hi + (qh - 2)·lo) + 256·(qh - 2)·hi,
+             * each product a byte: ql·lo <= 225 unsigned (the 16-bit trick
+             * below), the rest signed within [-120, 105] */
+            __m512i ql, qh;
+            chunk_q6((const qt_block_q6_K *)x, c, &ql, &qh);
+            _mm512_storeu_si512(g->a[0][c][i], _mm512_mullo_epi16(ql, _mm512_permutexvar_epi16(idx, vlo)));
+            _mm512_storeu_si512(g->a[1][c][i], products16(ql, 0, vhi, i_lo, i_hi));
+            _mm512_storeu_si512(g->a[2][c][i], products16(qh, 2, vlo, i_lo, i_hi));
+            _mm512_storeu_si512(g->a[3][c][i], products16(qh, 2, vhi, i_lo, i_hi));
+            continue;
+        }
+        const __m512i q = chunk_quants(type, x, c);
+        if (type == QT_Q3_K) { /* (q - 4)·(-sc) */
+            _mm512_storeu_si512(g->a[0][c][i], products16(q, 4, _mm512_sub_epi16(_mm512_setzero_si512(), vlo), i_lo, i_hi));
             continue;
         }
         /* both bytes of a word share a scale s and s·q < 256: one 16-bit
@@ -173,7 +204,7 @@ INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
 
 INLINE void zero_row(wgroup *g, int i)
 {
-    for (int p = 0; p < 3; p++)
+    for (int p = 0; p < 4; p++)
         for (int c = 0; c < CHUNKS; c++) memset(g->a[p][c][i], 0, 64);
     g->d[i] = g->neg_dmin[i] = 0.0f;
 }
@@ -182,37 +213,48 @@ INLINE void zero_row(wgroup *g, int i)
  * the 4 chunks), stored to cs. */
 INLINE void block_sums(qt_type type, const wgroup *g, const uint8_t *blk, int32_t cs[3][ROWS][16])
 {
-    const bool two = type == QT_Q4_K || type == QT_Q5_K, mins = type != QT_Q3_K;
+    const bool two = type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K, three = type != QT_Q3_K;
     _tile_zero(T_CLO);
     if (two) _tile_zero(T_CHI);
-    if (mins) _tile_zero(T_CMIN);
+    if (three) _tile_zero(T_CMIN);
     for (int c = 0; c < CHUNKS; c++) {
         _tile_loadd(T_B, blk + 1024 * c, 64);
         _tile_loadd(T_ALO, g->a[0][c], 64);
         if (two) _tile_loadd(T_AHI, g->a[1][c], 64);
-        if (mins) _tile_loadd(T_AMIN, g->a[2][c], 64);
+        if (three) _tile_loadd(T_AMIN, g->a[2][c], 64);
+        if (type == QT_Q6_K) {
+            _tile_loadd(T_A3, g->a[3][c], 64);
+            _tile_dpbusd(T_CLO, T_ALO, T_B);
+            _tile_dpbssd(T_CHI, T_AHI, T_B);
+            _tile_dpbssd(T_CHI, T_AMIN, T_B);
+            _tile_dpbssd(T_CMIN, T_A3, T_B);
+            continue;
+        }
         if (type == QT_Q3_K)
             _tile_dpbssd(T_CLO, T_ALO, T_B);
         else
             _tile_dpbusd(T_CLO, T_ALO, T_B);
         if (two) _tile_dpbusd(T_CHI, T_AHI, T_B);
-        if (mins) _tile_dpbusd(T_CMIN, T_AMIN, T_B);
+        if (three) _tile_dpbusd(T_CMIN, T_AMIN, T_B);
     }
     _tile_stored(T_CLO, cs[0], 64);
     if (two) _tile_stored(T_CHI, cs[1], 64);
-    if (mins) _tile_stored(T_CMIN, cs[2], 64);
+    if (three) _tile_stored(T_CMIN, cs[2], 64);
 }
 
 /* The reference's float steps on those sums into acc[i], rows i < nr. */
 INLINE void block_floats(qt_type type, const wgroup *g, const uint8_t *blk, int32_t cs[3][ROWS][16],
                          __m512 acc[ROWS], int nr)
 {
-    const bool two = type == QT_Q4_K || type == QT_Q5_K, mins = type != QT_Q3_K;
+    const bool two = type == QT_Q4_K || type == QT_Q5_K, mins = type == QT_Q2_K || two;
     const __m512 dy =
         _mm512_loadu_ps((const float *)(blk + QT_TILE_COLS * QT_QK_K + QT_TILE_COLS * QT_QK_K / 16 * sizeof(int16_t)));
     for (int i = 0; i < nr; i++) {
         __m512i isum = _mm512_load_si512(cs[0][i]);
         if (two) isum = _mm512_add_epi32(isum, _mm512_slli_epi32(_mm512_load_si512(cs[1][i]), 3));
+        if (type == QT_Q6_K)
+            isum = _mm512_add_epi32(_mm512_add_epi32(isum, _mm512_slli_epi32(_mm512_load_si512(cs[1][i]), 4)),
+                                    _mm512_slli_epi32(_mm512_load_si512(cs[2][i]), 8));
         if (type == QT_Q3_K) isum = _mm512_sub_epi32(_mm512_setzero_si512(), isum);
         __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(g->d[i]));
         if (mins)
@@ -288,11 +330,12 @@ RUN_TYPE(run_q2_K, QT_Q2_K)
 RUN_TYPE(run_q3_K, QT_Q3_K)
 RUN_TYPE(run_q4_K, QT_Q4_K)
 RUN_TYPE(run_q5_K, QT_Q5_K)
+RUN_TYPE(run_q6_K, QT_Q6_K)
 #undef RUN_TYPE
 
 bool qt_amx_tiled_has(qt_type type)
 {
-    return type == QT_Q2_K || type == QT_Q3_K || type == QT_Q4_K || type == QT_Q5_K;
+    return type == QT_Q2_K || type == QT_Q3_K || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
 }
 
 void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
@@ -313,6 +356,7 @@ void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
     case QT_Q3_K: run_q3_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
     case QT_Q4_K: run_q4_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
     case QT_Q5_K: run_q5_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
+    case QT_Q6_K: run_q6_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
     default: break;
     }
     _tile_release();

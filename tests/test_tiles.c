@@ -14,7 +14,7 @@
  *   scenario's f16 d and dmin; Q8_K activations with consistent bsums).
  * - gl_matmul routes Q8_0 batches of 8 or more columns, and K-quant ones
  *   llama.cpp does not repack, to them with the same bits.
- * - The AMX-INT8 kernel (Q2_K..Q5_K, where CPU and OS have AMX; else a
+ * - The AMX-INT8 kernel (Q2_K..Q6_K, where CPU and OS have AMX; else a
  *   PASS line saying it was skipped) equals qt_tiled_dot bit for bit at
  *   every column count 1..70 and across its 256-column passes, rows not a
  *   multiple of its 16, and the adversarial blocks above (the extremes
@@ -302,7 +302,7 @@ int main(void) {
         printf("SKIP avx512-vnni/tiles: CPU lacks AVX512-VNNI\n");
     }
     if (qt_cpu()->amx && qt_isa_supported(qt_cpu(), QT_ISA_AVX512_VNNI)) {
-        const qt_type types[] = {QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K};
+        const qt_type types[] = {QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
             test_amx(types[i]);
             test_amx_columns_independent(types[i]);
