@@ -63,7 +63,7 @@ typedef struct qt_tiles {
  * without vpdpbusd/vpdpwssd the packed unsigned bytes would need 16-bit
  * intermediates that saturate, and narrower registers halve the lanes.
  *
- * Where qt_amx_active(), Q3_K and Q5_K batches of QT_AMX_MIN_COLS or
+ * Where qt_amx_active(), Q3_K, Q5_K and Q6_K batches of QT_AMX_MIN_COLS or
  * more columns take the AMX kernel, in the same tiled order (same bits);
  * so do Q2_K and Q4_K where llama.cpp does not repack them (rows not a
  * multiple of 8).  Where it does, their order is the repacked gemm's
@@ -77,7 +77,11 @@ typedef struct qt_tiles {
  * fixtures at top-2 gaps up to 0.2, exactly where llama.cpp's own
  * --no-repack run (the tiled order) differs from them (notes in
  * /work/notes/amxk.md).  The caller takes this before the repacked path. */
-#define QT_AMX_MIN_COLS 16
+/* AMX folds each weight block into tile operands once per call, which
+ * few columns do not repay: measured 1 thread, 2048 x 5632, against the
+ * VNNI kernels, parity near 48 columns for Q4_K and Q6_K (Q3_K, Q5_K:
+ * ahead from 48), 1.5-2.3x ahead from 64. */
+#define QT_AMX_MIN_COLS 48
 const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols);
 /* Whether qt_tiles_for gives the AMX set for this weight and batch. */
 bool qt_tiles_amx_applies(qt_type type, int64_t rows, int n_cols);

@@ -20,7 +20,7 @@
  *   multiple of its 16, and the adversarial blocks above (the extremes
  *   include Q3_K's (q - 4)·sc = 128 corner and the largest scale·quant
  *   products); a column gives the same bits alone and among 40; and
- *   gl_matmul gives those bits for Q2_K/Q4_K batches of 16+ tokens. */
+ *   gl_matmul gives those bits for the batches routed to it. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -268,7 +268,7 @@ static void test_matmul_amx(qt_type type, int rows) {
     uint8_t *w = test_xmalloc(row_bytes * rows);
     for (int r = 0; r < rows; r++) fill_k(type, w + r * row_bytes, n / QT_QK_K, SC_RANDOM);
     gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
-    static const int ntoks[] = {QT_AMX_MIN_COLS, 17, 40, 70};
+    static const int ntoks[] = {QT_AMX_MIN_COLS, QT_AMX_MIN_COLS + 1, 70, 100};
     for (size_t i = 0; i < sizeof ntoks / sizeof ntoks[0]; i++) {
         const int ntok = ntoks[i];
         if (!qt_tiles_amx_applies(type, rows, ntok)) continue; /* test_repack checks the other orders */
