@@ -72,11 +72,12 @@ typedef struct qt_tiles {
  * tiled order has one per 256; the AMX kernel gives the tiled order's bits
  * there too, a different order (each within the dot-product tolerance of
  * the other), so it is taken only when QLM_ISA=amx asks for it
- * (qt_amx_reorder): greedy generations of the SmolLM2/Gemma 3 Q4_K_M
- * conformance suites then differ from llama.cpp's default-configuration
- * fixtures at top-2 gaps up to 0.2, exactly where llama.cpp's own
- * --no-repack run (the tiled order) differs from them (notes in
- * /work/notes/amxk.md).  The caller takes this before the repacked path. */
+ * (qt_amx_reorder): greedy generations of the SmolLM2 and Gemma 3 Q4_K_M
+ * conformance suites then leave llama.cpp's default-configuration
+ * fixtures at top-2 gaps up to 0.2, as llama.cpp's own run without
+ * repacking (its tiled order) does, at the same token in 2 of the 3
+ * SmolLM2 prompts checked.  The caller takes this before the repacked
+ * path. */
 /* AMX folds each weight block into tile operands once per call, which
  * few columns do not repay: measured 1 thread, 2048 x 5632, against the
  * VNNI kernels, parity near 48 columns for Q4_K and Q6_K (Q3_K, Q5_K:
