@@ -79,10 +79,12 @@ typedef struct qt_tiles {
  * SmolLM2 prompts checked.  The caller takes this before the repacked
  * path. */
 /* AMX folds each weight block into tile operands once per call, which
- * few columns do not repay: measured 1 thread, 2048 x 5632, against the
- * VNNI kernels, parity near 48 columns for Q4_K and Q6_K (Q3_K, Q5_K:
- * ahead from 48), 1.5-2.3x ahead from 64. */
-#define QT_AMX_MIN_COLS 48
+ * few columns do not repay: measured 1 thread, 2048 x 5632 weights, VNNI
+ * kernels vs AMX in GMAC/s at 16 / 32 / 48 columns: Q6_K 78/92, 113/144,
+ * 109/167; Q5_K 82/103, 122/164, 121/172; Q3_K 67/63, 107/126, 104/158;
+ * Q4_K (its repacked VNNI kernel vs QLM_ISA=amx) 139/114, 166/160,
+ * 157/207. */
+#define QT_AMX_MIN_COLS 32
 const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols);
 /* Whether qt_tiles_for gives the AMX set for this weight and batch. */
 bool qt_tiles_amx_applies(qt_type type, int64_t rows, int n_cols);

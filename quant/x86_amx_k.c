@@ -1,6 +1,5 @@
 /* x86_amx_k.c - quant/tiles.h's kernel for the tiled K-quant order
- * (quant/tiled.h) with AMX-INT8 tile products, for Q2_K, Q3_K, Q4_K and
- * Q5_K weights.
+ * (quant/tiled.h) with AMX-INT8 tile products, for Q2_K..Q6_K weights.
  *
  * Compiled with the AVX-512 flags plus -mamx-tile -mamx-int8; reached only
  * through qt_tiles_for() when qt_amx_active() (CPU, OS and QLM_ISA allow).
@@ -16,6 +15,8 @@
  *     two operands sl·q and sh·q (<= 217), isum = C_lo + 8·C_hi;
  *   - Q3_K: sc·(q - 4) spans [-124, 128]; its negation (4 - q)·sc spans
  *     [-128, 124], a signed byte: TDPBSSD gives -isum;
+ *   - Q6_K: (q - 32)·sc reaches 4096: four operands (build_row_q6),
+ *     isum = C_1 + 16·C_2 + 256·C_3;
  *   - mins: m per element (<= 63) times y gives Σ m·y = Σ m·bsum (the
  *     bsums are the sums of the activation bytes), one more operand.
  * The weights are the A operand (16 rows x 64 bytes, built per block in
@@ -32,6 +33,7 @@
 #include <string.h>
 
 #include "blocks.h"
+#include "fp16.h"
 #include "tiled.h"
 #include "tiles.h"
 #include "x86_avx512_tiles.h"
@@ -161,9 +163,9 @@ INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
     int16_t s_lo[32], s_hi[32], m2[32];
     for (int j = 0; j < 16; j++) {
         const int sc = k.sc[j];
-        /* Q4_K, Q5_K: sc = 8·hi + lo; Q6_K: sc = 16·hi + lo (hi signed) */
-        s_lo[j] = (int16_t)(type == QT_Q4_K || type == QT_Q5_K ? sc & 7 : type == QT_Q6_K ? sc & 15 : sc);
-        s_hi[j] = (int16_t)(type == QT_Q6_K ? sc >> 4 : sc >> 3);
+        /* Q4_K, Q5_K: sc = 8·hi + lo */
+        s_lo[j] = (int16_t)(type == QT_Q4_K || type == QT_Q5_K ? sc & 7 : sc);
+        s_hi[j] = (int16_t)(sc >> 3);
         m2[j] = (int16_t)(k.m[j] | k.m[j] << 8);
     }
     const __m512i vlo = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s_lo));
@@ -175,19 +177,6 @@ INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
         const __m512i i_lo = _mm512_add_epi16(_mm512_set1_epi16((short)(4 * c)),
                                               _mm512_srli_epi16(_mm512_sub_epi16(idx, _mm512_set1_epi16((short)(4 * c))), 1));
         const __m512i i_hi = _mm512_add_epi16(i_lo, _mm512_set1_epi16(2));
-        if (type == QT_Q6_K) {
-            /* q - 32 = 16·(qh - 2) + ql, sc = 16·hi + lo:
-             * (q - 32)·sc = ql·lo + 16·(ql·hi + (qh - 2)·lo) + 256·(qh - 2)·hi,
-             * each product a byte: ql·lo <= 225 unsigned (the 16-bit trick
-             * below), the rest signed within [-120, 105] */
-            __m512i ql, qh;
-            chunk_q6((const qt_block_q6_K *)x, c, &ql, &qh);
-            _mm512_storeu_si512(g->a[0][c][i], _mm512_mullo_epi16(ql, _mm512_permutexvar_epi16(idx, vlo)));
-            _mm512_storeu_si512(g->a[1][c][i], products16(ql, 0, vhi, i_lo, i_hi));
-            _mm512_storeu_si512(g->a[2][c][i], products16(qh, 2, vlo, i_lo, i_hi));
-            _mm512_storeu_si512(g->a[3][c][i], products16(qh, 2, vhi, i_lo, i_hi));
-            continue;
-        }
         const __m512i q = chunk_quants(type, x, c);
         if (type == QT_Q3_K) { /* (q - 4)·(-sc) */
             _mm512_storeu_si512(g->a[0][c][i], products16(q, 4, _mm512_sub_epi16(_mm512_setzero_si512(), vlo), i_lo, i_hi));
@@ -199,6 +188,41 @@ INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
         if (type == QT_Q4_K || type == QT_Q5_K)
             _mm512_storeu_si512(g->a[1][c][i], _mm512_mullo_epi16(q, _mm512_permutexvar_epi16(idx, vhi)));
         if (k.has_min) _mm512_storeu_si512(g->a[2][c][i], _mm512_permutexvar_epi16(idx, vm));
+    }
+}
+
+/* Q6_K's row: q - 32 = 16·(qh - 2) + ql and sc = 16·hi + lo give
+ * (q - 32)·sc = ql·lo + 16·(ql·hi + (qh - 2)·lo) + 256·(qh - 2)·hi, four
+ * byte operands (ql·lo <= 225 unsigned; the rest signed, within
+ * [-120, 105]).  Each is a 16-bit multiply of unsigned bytes by
+ * unsigned scales (both bytes of a word share a scale, the products stay
+ * below 256: no carries) less byte corrections, exact modulo 256:
+ * ql·hi = ql·(hi + 8) - 8·ql, (qh - 2)·lo = qh·lo - 2·lo,
+ * (qh - 2)·hi = qh·(hi + 8) - 8·qh - 2·hi. */
+INLINE void build_row_q6(const qt_block_q6_K *x, wgroup *g, int i)
+{
+    g->d[i] = qt_f16_to_f32(x->d);
+    g->neg_dmin[i] = 0.0f;
+    const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    const __m256i lo = _mm256_and_si256(sc, _mm256_set1_epi16(15)), hi = _mm256_srai_epi16(sc, 4);
+    const __m256i dup = _mm256_set1_epi16(0x0101);
+    const __m512i vlo = _mm512_castsi256_si512(lo);
+    const __m512i vhi8 = _mm512_castsi256_si512(_mm256_add_epi16(hi, _mm256_set1_epi16(8)));
+    const __m512i vlo2 = _mm512_castsi256_si512(_mm256_mullo_epi16(_mm256_slli_epi16(lo, 1), dup));
+    const __m512i vhi2 = _mm512_castsi256_si512(
+        _mm256_mullo_epi16(_mm256_and_si256(_mm256_slli_epi16(hi, 1), _mm256_set1_epi16(0xff)), dup));
+    for (int c = 0; c < CHUNKS; c++) {
+        const __m512i idx = pair_index(c);
+        __m512i ql, qh;
+        chunk_q6(x, c, &ql, &qh);
+        const __m512i s_lo = _mm512_permutexvar_epi16(idx, vlo), s_hi8 = _mm512_permutexvar_epi16(idx, vhi8);
+        _mm512_storeu_si512(g->a[0][c][i], _mm512_mullo_epi16(ql, s_lo));
+        _mm512_storeu_si512(g->a[1][c][i], _mm512_sub_epi8(_mm512_mullo_epi16(ql, s_hi8), _mm512_slli_epi16(ql, 3)));
+        _mm512_storeu_si512(g->a[2][c][i],
+                            _mm512_sub_epi8(_mm512_mullo_epi16(qh, s_lo), _mm512_permutexvar_epi16(idx, vlo2)));
+        _mm512_storeu_si512(g->a[3][c][i],
+                            _mm512_sub_epi8(_mm512_sub_epi8(_mm512_mullo_epi16(qh, s_hi8), _mm512_slli_epi16(qh, 3)),
+                                            _mm512_permutexvar_epi16(idx, vhi2)));
     }
 }
 
@@ -293,8 +317,22 @@ INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, 
             for (int t = 0; t < nt; t++)
                 for (int i = 0; i < ROWS; i++) acc[t][i] = _mm512_setzero_ps();
             for (int b = 0; b < nb; b++) {
-                for (int i = 0; i < nr; i++)
-                    build_row(type, (const uint8_t *)w + (size_t)(r0 + i) * w_stride + (size_t)b * wbytes, &g, i);
+                /* the next block of these rows (after the last, the next
+                 * group's first): rows of a few blocks are streams too
+                 * short for the hardware prefetchers */
+                for (int i = 0; i < ROWS; i++) {
+                    const int rn = b + 1 < nb ? r0 + i : r0 + ROWS + i, bn = b + 1 < nb ? b + 1 : 0;
+                    if (rn >= nrows) break;
+                    const char *nx = (const char *)w + (size_t)rn * w_stride + (size_t)bn * wbytes;
+                    for (size_t o = 0; o < wbytes; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
+                }
+                for (int i = 0; i < nr; i++) {
+                    const uint8_t *x = (const uint8_t *)w + (size_t)(r0 + i) * w_stride + (size_t)b * wbytes;
+                    if (type == QT_Q6_K)
+                        build_row_q6((const qt_block_q6_K *)x, &g, i);
+                    else
+                        build_row(type, x, &g, i);
+                }
                 const uint8_t *blk = pass + (size_t)b * BLOCK_BYTES;
                 for (int t = 0; t < nt; t++) {
                     if (b == 0) /* this group's output lines, owned by the time they are written */
