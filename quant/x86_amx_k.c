@@ -166,7 +166,7 @@ INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
         /* Q4_K, Q5_K: sc = 8·hi + lo */
         s_lo[j] = (int16_t)(type == QT_Q4_K || type == QT_Q5_K ? sc & 7 : sc);
         s_hi[j] = (int16_t)(sc >> 3);
-        m2[j] = (int16_t)(k.m[j] | k.m[j] << 8);
+        m2[j] = (int16_t)(k.has_min ? (uint16_t)k.m[j] * 0x0101u : 0); /* m in both bytes */
     }
     const __m512i vlo = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s_lo));
     const __m512i vhi = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s_hi));
