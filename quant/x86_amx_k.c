@@ -154,23 +154,91 @@ INLINE __m512i pair_index(int c)
 }
 
 /* Row i of group g from the block at x. */
-INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
+/* A block's scales as 16 words (one per 16 elements) in the low half of
+ * each register: lo, hi (Q4_K/Q5_K: sc = 8·hi + lo; others: lo = sc) and
+ * the min in both bytes of its word. */
+typedef struct row_scales {
+    __m512i lo, hi, m2;
+} row_scales;
+
+/* m in both bytes of each word, the 16 bytes of m16 (one per word) */
+INLINE __m512i both_bytes(__m128i m16)
+{
+    return _mm512_castsi256_si512(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(m16, m16)), _mm_unpackhi_epi8(m16, m16), 1));
+}
+
+/* Q4_K/Q5_K's 12 bytes of 6-bit scales and mins (k_scale_min's layout:
+ * j < 4: low 6 bits of bytes j and j+4; j >= 4: nibbles of byte j+4 with
+ * the top 2 bits of bytes j-4 and j above them), by byte shuffles; the
+ * 16-byte load stays inside the block (the quants follow). */
+INLINE row_scales scales_q45(const uint8_t *scales)
+{
+    const __m128i b = _mm_loadu_si128((const __m128i *)scales), top = _mm_set1_epi8((char)0xc0);
+    const __m128i s_low = _mm_shuffle_epi8(b, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
+    const __m128i m_low = _mm_shuffle_epi8(b, _mm_setr_epi8(4, 5, 6, 7, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
+    const __m128i s_top = _mm_shuffle_epi8(b, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, -1, -1, -1, -1));
+    const __m128i m_top = _mm_shuffle_epi8(b, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, -1, -1, -1, -1));
+    const __m128i low6 = _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m128i hi4 = _mm_setr_epi8(0, 0, 0, 0, 15, 15, 15, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+    /* (x & 0xc0) >> 2 in 16-bit lanes moves no bits across bytes */
+    const __m128i sc = _mm_or_si128(_mm_and_si128(s_low, low6), _mm_srli_epi16(_mm_and_si128(s_top, top), 2));
+    const __m128i mn = _mm_or_si128(
+        _mm_or_si128(_mm_and_si128(m_low, _mm_setr_epi8(63, 63, 63, 63, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                     _mm_and_si128(_mm_srli_epi16(m_low, 4), hi4)),
+        _mm_srli_epi16(_mm_and_si128(m_top, top), 2));
+    /* each of the 8 per 32 elements for its two 16-element groups */
+    const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc));
+    row_scales r;
+    r.lo = _mm512_castsi256_si512(_mm256_and_si256(sc16, _mm256_set1_epi16(7)));
+    r.hi = _mm512_castsi256_si512(_mm256_srli_epi16(sc16, 3));
+    r.m2 = both_bytes(_mm_unpacklo_epi8(mn, mn));
+    return r;
+}
+
+/* Q2_K: a byte per 16 elements, scale in the low nibble, min above. */
+INLINE row_scales scales_q2(const uint8_t *scales)
+{
+    const __m128i b = _mm_loadu_si128((const __m128i *)scales), nib = _mm_set1_epi8(15);
+    row_scales r;
+    r.lo = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(b, nib)));
+    r.hi = _mm512_setzero_si512();
+    r.m2 = both_bytes(_mm_and_si128(_mm_srli_epi16(b, 4), nib));
+    return r;
+}
+
+/* Q3_K: qt_tiled_unpack_scales's signed scales. */
+INLINE row_scales scales_q3(const uint8_t *x)
 {
     qt_tiled_block k;
-    qt_tiled_unpack_scales(type, x, &k);
-    g->d[i] = k.d;
-    g->neg_dmin[i] = k.has_min ? -k.dmin : 0.0f;
-    int16_t s_lo[32], s_hi[32], m2[32];
-    for (int j = 0; j < 16; j++) {
-        const int sc = k.sc[j];
-        /* Q4_K, Q5_K: sc = 8·hi + lo */
-        s_lo[j] = (int16_t)(type == QT_Q4_K || type == QT_Q5_K ? sc & 7 : sc);
-        s_hi[j] = (int16_t)(sc >> 3);
-        m2[j] = (int16_t)(k.has_min ? (uint16_t)k.m[j] * 0x0101u : 0); /* m in both bytes */
+    qt_tiled_unpack_scales(QT_Q3_K, x, &k);
+    row_scales r;
+    r.lo = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)k.sc));
+    r.hi = r.m2 = _mm512_setzero_si512();
+    return r;
+}
+
+INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
+{
+    row_scales s;
+    if (type == QT_Q2_K) {
+        const qt_block_q2_K *b = (const qt_block_q2_K *)x;
+        s = scales_q2(b->scales);
+        g->d[i] = qt_f16_to_f32(b->d);
+        g->neg_dmin[i] = -qt_f16_to_f32(b->dmin);
+    } else if (type == QT_Q3_K) {
+        s = scales_q3(x);
+        g->d[i] = qt_f16_to_f32(((const qt_block_q3_K *)x)->d);
+        g->neg_dmin[i] = 0.0f;
+    } else {
+        const qt_block_q4_K *b4 = (const qt_block_q4_K *)x;
+        const qt_block_q5_K *b5 = (const qt_block_q5_K *)x;
+        s = scales_q45(type == QT_Q4_K ? b4->scales : b5->scales);
+        g->d[i] = qt_f16_to_f32(type == QT_Q4_K ? b4->d : b5->d);
+        g->neg_dmin[i] = -qt_f16_to_f32(type == QT_Q4_K ? b4->dmin : b5->dmin);
     }
-    const __m512i vlo = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s_lo));
-    const __m512i vhi = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)s_hi));
-    const __m512i vm = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)m2));
+    const bool mins = type != QT_Q3_K;
+    const __m512i vlo = s.lo, vhi = s.hi, vm = s.m2;
     for (int c = 0; c < CHUNKS; c++) {
         const __m512i idx = pair_index(c);
         /* element word w of half h: scale 4c + 2h + w/16 */
@@ -187,7 +255,7 @@ INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
         _mm512_storeu_si512(g->a[0][c][i], _mm512_mullo_epi16(q, _mm512_permutexvar_epi16(idx, vlo)));
         if (type == QT_Q4_K || type == QT_Q5_K)
             _mm512_storeu_si512(g->a[1][c][i], _mm512_mullo_epi16(q, _mm512_permutexvar_epi16(idx, vhi)));
-        if (k.has_min) _mm512_storeu_si512(g->a[2][c][i], _mm512_permutexvar_epi16(idx, vm));
+        if (mins) _mm512_storeu_si512(g->a[2][c][i], _mm512_permutexvar_epi16(idx, vm));
     }
 }
 
