@@ -97,10 +97,12 @@ const qt_tiles *qt_tiles_amx(qt_type type)
 }
 #endif
 
+int qt_tiles_amx_min_cols(qt_type type) { return type == QT_Q3_K ? 24 : 16; }
+
 bool qt_tiles_amx_applies(qt_type type, int64_t rows, int n_cols)
 {
 #if defined(__x86_64__)
-    return n_cols >= QT_AMX_MIN_COLS && qt_isa_active() == QT_ISA_AVX512_VNNI && qt_amx_active() &&
+    return n_cols >= qt_tiles_amx_min_cols(type) && qt_isa_active() == QT_ISA_AVX512_VNNI && qt_amx_active() &&
            qt_amx_tiled_has(type) && (!qt_repack_applies(type, rows) || qt_amx_reorder());
 #else
     (void)type, (void)rows, (void)n_cols;

@@ -63,8 +63,8 @@ typedef struct qt_tiles {
  * without vpdpbusd/vpdpwssd the packed unsigned bytes would need 16-bit
  * intermediates that saturate, and narrower registers halve the lanes.
  *
- * Where qt_amx_active(), Q3_K, Q5_K and Q6_K batches of QT_AMX_MIN_COLS or
- * more columns take the AMX kernel, in the same tiled order (same bits);
+ * Where qt_amx_active(), Q3_K, Q5_K and Q6_K batches of
+ * qt_tiles_amx_min_cols() or more columns take the AMX kernel, in the same tiled order (same bits);
  * so do Q2_K and Q4_K where llama.cpp does not repack them (rows not a
  * multiple of 8).  Where it does, their order is the repacked gemm's
  * (quant/repack.h), whose float steps per 64 (Q4_K) or 128 (Q2_K)
@@ -79,12 +79,14 @@ typedef struct qt_tiles {
  * SmolLM2 prompts checked.  The caller takes this before the repacked
  * path. */
 /* AMX folds each weight block into tile operands once per call, which
- * few columns do not repay: measured 1 thread, 2048 x 5632 weights, VNNI
- * kernels vs AMX in GMAC/s at 16 / 32 / 48 columns: Q6_K 78/92, 113/144,
- * 109/167; Q5_K 82/103, 122/164, 121/172; Q3_K 67/63, 107/126, 104/158;
- * Q4_K (its repacked VNNI kernel vs QLM_ISA=amx) 139/114, 166/160,
- * 157/207. */
-#define QT_AMX_MIN_COLS 32
+ * few columns do not repay: the fewest columns for which the AMX kernel
+ * takes a weight type.  Measured 1 thread, 2048 x 5632 weights, VNNI
+ * kernels vs AMX in GMAC/s at 16 / 24 / 32 columns: Q6_K 74/88, 84/114,
+ * 106/145; Q5_K 68/103, 90/166, 118/221; Q3_K 63/60, 76/87, 105/126;
+ * Q4_K (its repacked VNNI kernel vs QLM_ISA=amx) 138/166, 154/172,
+ * 174/238; Q2_K likewise 152/195, 142/235, 174/330: 24 for Q3_K, 16 for
+ * the others. */
+int qt_tiles_amx_min_cols(qt_type type);
 const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols);
 /* Whether qt_tiles_for gives the AMX set for this weight and batch. */
 bool qt_tiles_amx_applies(qt_type type, int64_t rows, int n_cols);

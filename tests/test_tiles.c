@@ -260,15 +260,16 @@ static void test_matmul_amx(qt_type type, int rows) {
     TEST_BEGIN(name);
     const int n = 2 * QT_QK_K;
     const bool reordered = (type == QT_Q2_K || type == QT_Q4_K) && rows % 8 == 0;
-    CHECK(qt_tiles_amx_applies(type, rows, QT_AMX_MIN_COLS) == (!reordered || qt_amx_reorder()),
-          "AMX %s for %d rows with QLM_ISA=%s", qt_tiles_amx_applies(type, rows, QT_AMX_MIN_COLS) ? "taken" : "not taken",
+    const int min_cols = qt_tiles_amx_min_cols(type);
+    CHECK(qt_tiles_amx_applies(type, rows, min_cols) == (!reordered || qt_amx_reorder()),
+          "AMX %s for %d rows with QLM_ISA=%s", qt_tiles_amx_applies(type, rows, min_cols) ? "taken" : "not taken",
           rows, getenv("QLM_ISA") ? getenv("QLM_ISA") : "(unset)");
-    CHECK(!qt_tiles_amx_applies(type, rows, QT_AMX_MIN_COLS - 1), "AMX taken below %d columns", QT_AMX_MIN_COLS);
+    CHECK(!qt_tiles_amx_applies(type, rows, min_cols - 1), "AMX taken below %d columns", min_cols);
     const size_t row_bytes = qt_row_size(type, n), act_row = qt_row_size(QT_Q8_K, n);
     uint8_t *w = test_xmalloc(row_bytes * rows);
     for (int r = 0; r < rows; r++) fill_k(type, w + r * row_bytes, n / QT_QK_K, SC_RANDOM);
     gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
-    static const int ntoks[] = {QT_AMX_MIN_COLS, QT_AMX_MIN_COLS + 1, 70, 100};
+    const int ntoks[] = {min_cols, min_cols + 1, 40, 70};
     for (size_t i = 0; i < sizeof ntoks / sizeof ntoks[0]; i++) {
         const int ntok = ntoks[i];
         if (!qt_tiles_amx_applies(type, rows, ntok)) continue; /* test_repack checks the other orders */
