@@ -89,9 +89,6 @@ const char *qt_isa_name(void);
  * "scalar") turns AMX off, so QLM_ISA=avx512-vnni compares without it. */
 bool qt_amx_allowed(const qt_cpu_features *cpu, qt_isa active, const char *request);
 bool qt_amx_active(void);
-/* Whether QLM_ISA=amx asked for AMX also where it changes a matmul's
- * order (quant/tiles.h: the K-quants llama.cpp repacks). */
-bool qt_amx_reorder(void);
 
 /* ---- the ISA files (built for their architecture only) ----------------- */
 

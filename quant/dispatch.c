@@ -156,23 +156,17 @@ bool qt_amx_allowed(const qt_cpu_features *cpu, qt_isa active, const char *reque
     return true;
 }
 
-static bool amx, amx_reorder;
+static bool amx;
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 
 static void choose_amx(void) {
     const char *request = getenv("QLM_ISA");
     amx = qt_amx_allowed(qt_cpu(), qt_isa_active(), request);
-    amx_reorder = amx && request && strcmp(request, "amx") == 0;
 }
 
 bool qt_amx_active(void) {
     pthread_once(&amx_once, choose_amx);
     return amx;
-}
-
-bool qt_amx_reorder(void) {
-    pthread_once(&amx_once, choose_amx);
-    return amx_reorder;
 }
 
 const char *qt_isa_name(void) {

@@ -31,7 +31,9 @@
  *
  * qlm's definition: a matmul over a weight that the reference llama.cpp
  * build (x86, AVX-512) repacks (qt_repack_applies) uses these orders on
- * EVERY CPU, scalar included, so the bits depend on the model only.
+ * every CPU, scalar included, so the bits depend on the model only; the
+ * one exception is Q4_K and Q2_K where AMX runs, which take llama.cpp's
+ * --no-repack orders there (quant/tiles.h says why).
  * The reference code and the x86 kernels were checked bit for bit against
  * llama.cpp's own kernels (libggml-cpu.so) on random blocks; fixtures made
  * that way are in tests/data/repack.
@@ -94,7 +96,8 @@ typedef struct qt_repack_ops {
 } qt_repack_ops;
 
 /* Whether the reference llama.cpp build repacks a 2-D weight of this type
- * with `rows` rows (ne[1]), i.e. whether qlm uses the orders above for it. */
+ * with `rows` rows (ne[1]), i.e. whether qlm uses the orders above for it
+ * (not for Q4_K and Q2_K where qt_amx_active()). */
 bool qt_repack_applies(qt_type type, int64_t rows);
 
 /* The reference (scalar) set and the one chosen for this CPU (QLM_ISA caps

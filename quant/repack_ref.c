@@ -16,6 +16,13 @@ bool qt_repack_applies(qt_type type, int64_t rows)
      * Q2_K -> q2_K_8x8 (the last only with AVX-512), all for ne[1] % 8 == 0.
      * (MXFP4 -> mxfp4_8x8 too; qlm does not run MXFP4.) */
     if (rows <= 0 || rows % QT_RP_ROWS) return false;
+    /* Where AMX runs, Q4_K and Q2_K take llama.cpp's order without
+     * repacking (its --no-repack: vec_dot one token at a time, the tiled
+     * order for batches), because AMX makes that order 1.6-2x faster for
+     * prompts and cannot give the repacked gemm's bits cheaply
+     * (quant/tiles.h).  The greedy fixtures made that way are in
+     * tests/data/greedy/ *-norepack. */
+    if ((type == QT_Q4_K || type == QT_Q2_K) && qt_amx_active()) return false;
     return type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q2_K || type == QT_IQ4_NL;
 }
 

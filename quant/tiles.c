@@ -103,7 +103,7 @@ bool qt_tiles_amx_applies(qt_type type, int64_t rows, int n_cols)
 {
 #if defined(__x86_64__)
     return n_cols >= qt_tiles_amx_min_cols(type) && qt_isa_active() == QT_ISA_AVX512_VNNI && qt_amx_active() &&
-           qt_amx_tiled_has(type) && (!qt_repack_applies(type, rows) || qt_amx_reorder());
+           qt_amx_tiled_has(type) && !qt_repack_applies(type, rows);
 #else
     (void)type, (void)rows, (void)n_cols;
     return false;

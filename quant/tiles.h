@@ -63,21 +63,17 @@ typedef struct qt_tiles {
  * without vpdpbusd/vpdpwssd the packed unsigned bytes would need 16-bit
  * intermediates that saturate, and narrower registers halve the lanes.
  *
- * Where qt_amx_active(), Q3_K, Q5_K and Q6_K batches of
- * qt_tiles_amx_min_cols() or more columns take the AMX kernel, in the same tiled order (same bits);
- * so do Q2_K and Q4_K where llama.cpp does not repack them (rows not a
- * multiple of 8).  Where it does, their order is the repacked gemm's
- * (quant/repack.h), whose float steps per 64 (Q4_K) or 128 (Q2_K)
- * elements would cost AMX a tile store and a float pass each where the
- * tiled order has one per 256; the AMX kernel gives the tiled order's bits
- * there too, a different order (each within the dot-product tolerance of
- * the other), so it is taken only when QLM_ISA=amx asks for it
- * (qt_amx_reorder): greedy generations of the SmolLM2 and Gemma 3 Q4_K_M
- * conformance suites then leave llama.cpp's default-configuration
- * fixtures at top-2 gaps up to 0.2, as llama.cpp's own run without
- * repacking (its tiled order) does, at the same token in 2 of the 3
- * SmolLM2 prompts checked.  The caller takes this before the repacked
- * path. */
+ * Where qt_amx_active(), Q2_K..Q6_K batches of qt_tiles_amx_min_cols()
+ * or more columns take the AMX kernel, in the same tiled order (same bits).  Q4_K
+ * and Q2_K are then not repacked at all (qt_repack_applies): llama.cpp's
+ * repacked gemm has float steps per 64 (Q4_K) or 128 (Q2_K) elements,
+ * each of which would cost AMX a tile store and a float pass where the
+ * tiled order has one per 256, so on AMX qlm gives them the orders
+ * llama.cpp gives them with --no-repack (Q4_0 and IQ4_NL stay repacked:
+ * their AMX kernel measured no faster).  Greedy texts follow the order
+ * (SmolLM2 and Gemma 3 Q4_K_M leave llama.cpp's default fixtures at top-2
+ * gaps up to 0.2 in the tiled order), so tests/test_greedy.c checks such
+ * models against fixtures made with --no-repack where AMX runs. */
 /* AMX folds each weight block into tile operands once per call, which
  * few columns do not repay: the fewest columns for which the AMX kernel
  * takes a weight type.  Measured 1 thread, 2048 x 5632 weights, VNNI

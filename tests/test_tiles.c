@@ -33,6 +33,7 @@
 #include "quant/cpu.h"
 #include "quant/fp16.h"
 #include "quant/ref.h"
+#include "quant/repack.h"
 #include "quant/tiled.h"
 #include "quant/tiles.h"
 #include "quant/types.h"
@@ -252,18 +253,17 @@ static void test_amx_columns_independent(qt_type type) {
 }
 
 /* gl_matmul where the AMX kernel applies: the tiled order's bits.  It
- * applies by default to Q3_K and Q5_K, and to Q2_K and Q4_K whose rows
- * llama.cpp does not repack; to those it repacks only with QLM_ISA=amx. */
+ * applies to every K-quant whenever AMX runs (Q2_K and Q4_K then are not
+ * repacked: quant/tiles.h). */
 static void test_matmul_amx(qt_type type, int rows) {
     char name[96];
     snprintf(name, sizeof name, "amx/matmul_%s_rows%d_batches", qt_get(type)->name, rows);
     TEST_BEGIN(name);
     const int n = 2 * QT_QK_K;
-    const bool reordered = (type == QT_Q2_K || type == QT_Q4_K) && rows % 8 == 0;
     const int min_cols = qt_tiles_amx_min_cols(type);
-    CHECK(qt_tiles_amx_applies(type, rows, min_cols) == (!reordered || qt_amx_reorder()),
-          "AMX %s for %d rows with QLM_ISA=%s", qt_tiles_amx_applies(type, rows, min_cols) ? "taken" : "not taken",
-          rows, getenv("QLM_ISA") ? getenv("QLM_ISA") : "(unset)");
+    CHECK(qt_tiles_amx_applies(type, rows, min_cols), "AMX not taken for %d rows with QLM_ISA=%s", rows,
+          getenv("QLM_ISA") ? getenv("QLM_ISA") : "(unset)");
+    CHECK(!qt_repack_applies(type, rows), "%s still repacked for %d rows where AMX runs", qt_get(type)->name, rows);
     CHECK(!qt_tiles_amx_applies(type, rows, min_cols - 1), "AMX taken below %d columns", min_cols);
     const size_t row_bytes = qt_row_size(type, n), act_row = qt_row_size(QT_Q8_K, n);
     uint8_t *w = test_xmalloc(row_bytes * rows);
