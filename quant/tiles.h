@@ -79,7 +79,7 @@ typedef struct qt_tiles {
  * takes a weight type.  Measured 1 thread, 2048 x 5632 weights, VNNI
  * kernels vs AMX in GMAC/s at 16 / 24 / 32 columns: Q6_K 74/88, 84/114,
  * 106/145; Q5_K 68/103, 90/166, 118/221; Q3_K 63/60, 76/87, 105/126;
- * Q4_K (its repacked VNNI kernel vs QLM_ISA=amx) 138/166, 154/172,
+ * Q4_K (its repacked VNNI kernel vs AMX's tiled order) 138/166, 154/172,
  * 174/238; Q2_K likewise 152/195, 142/235, 174/330: 24 for Q3_K, 16 for
  * the others. */
 int qt_tiles_amx_min_cols(qt_type type);

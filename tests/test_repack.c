@@ -346,7 +346,7 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
     gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
     /* every count up to 12, then a few across the wide kernels' passes */
     for (int ntok = 1; ntok <= max_tok; ntok += ntok < 12 ? 1 : 29) {
-        /* with QLM_ISA=amx, K-quant batches take the tiled order first (quant/tiles.h) */
+        /* where AMX runs, K-quant batches take the tiled order first (quant/tiles.h) */
         const int order = qt_tiles_amx_applies(type, rows, ntok) ? ORDER_TILED
                         : qt_repack_applies(type, rows) ? ORDER_REPACK
                         : qt_tiled_applies(type, rows, ntok) ? ORDER_TILED
