@@ -32,15 +32,23 @@
 
 #include "blocks.h"
 #include "tiles.h"
-#include "x86_avx512_tiles.h"
 
 #define INLINE static inline __attribute__((always_inline))
 #define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
 #include "x86_simd.h"
 
+#ifndef CHUNK
 #define CHUNK 128 /* blocks whose per-row constants are formed at once */
+#endif
+#ifndef SUPER
 #define SUPER 8   /* tiles per pass */
-#define ROWS 16   /* rows whose results are written out together */
+#endif
+#ifndef NR
+#define NR 3      /* rows that share each load of packed activations */
+#endif
+#ifndef ROWS
+#define ROWS (16 * NR) /* rows whose results are written out together (whole groups of NR) */
+#endif
 #define MAGIC 0x4B400000
 
 typedef struct row_consts {
@@ -76,24 +84,25 @@ static void row_consts_fill(const qt_block_q8_0 *x, int bn, row_consts *k)
  * where not NULL, are the same blocks of the next rows: asked for now,
  * spread over this work, so that they arrive before they are needed (the
  * hardware prefetchers see a burst of loads per row pair, then none). */
-INLINE void rows_chunk(const qt_block_q8_0 *const x[2], int bn, const row_consts *k, const uint8_t *tq,
-                       const float *tdy, __m512 acc[2][8], bool first, const qt_block_q8_0 *const pf[2],
+INLINE void rows_chunk(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,
+                       const float *tdy, __m512 acc[NR][8], bool first, const qt_block_q8_0 *const pf[NR],
                        const int nr)
 {
     const __m512 magicf = _mm512_set1_ps(12582912.0f);
-    __m512 a[2][8];
+    __m512 a[NR][8];
     for (int i = 0; i < nr; i++)
         for (int g = 0; g < 8; g++) a[i][g] = first ? _mm512_setzero_ps() : acc[i][g];
     for (int b = 0; b < bn; b++) {
-        __m512 d[2];
+        __m512 d[NR];
         if (pf[0])
-            for (int i = 0; i < 2; i++) _mm_prefetch((const char *)&pf[i][b], _MM_HINT_T0);
-        for (int i = 0; i < nr; i++) d[i] = _mm512_mul_ps(_mm512_set1_ps(k[i].d[b]), _mm512_loadu_ps(tdy + 16 * b));
+            for (int i = 0; i < nr; i++) _mm_prefetch((const char *)&pf[i][b], _MM_HINT_T0);
+        const __m512 dy = _mm512_loadu_ps(tdy + 16 * b);
+        for (int i = 0; i < nr; i++) d[i] = _mm512_mul_ps(_mm512_set1_ps(k[i].d[b]), dy);
         const uint8_t *yq = tq + (size_t)b * QT_TILE_COLS * QT_QK8_0;
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
             const __m512i y = _mm512_loadu_si512(yq + 64 * g);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
             for (int i = 0; i < nr; i++) {
                 int32_t xg;
                 memcpy(&xg, x[i][b].qs + 4 * g, sizeof xg);
@@ -106,16 +115,63 @@ INLINE void rows_chunk(const qt_block_q8_0 *const x[2], int bn, const row_consts
         for (int g = 0; g < 8; g++) acc[i][g] = a[i][g];
 }
 
-static void rows_chunk_1(const qt_block_q8_0 *const x[2], int bn, const row_consts *k, const uint8_t *tq,
-                         const float *tdy, __m512 acc[2][8], bool first, const qt_block_q8_0 *const pf[2])
+#define ROWS_CHUNK_N(m)                                                                                              \
+    static void rows_chunk_##m(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,    \
+                               const float *tdy, __m512 acc[NR][8], bool first, const qt_block_q8_0 *const pf[NR]) \
+    {                                                                                                                \
+        rows_chunk(x, bn, k, tq, tdy, acc, first, pf, m);                                                          \
+    }
+ROWS_CHUNK_N(1)
+ROWS_CHUNK_N(2)
+#if NR > 2
+ROWS_CHUNK_N(3)
+#endif
+
+typedef void (*rows_chunk_fn)(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,
+                              const float *tdy, __m512 acc[NR][8], bool first, const qt_block_q8_0 *const pf[NR]);
+
+/* 16 registers of 16 floats transposed in place: v[j] lane c -> v[c] lane j. */
+INLINE void transpose16(__m512 v[16])
 {
-    rows_chunk(x, bn, k, tq, tdy, acc, first, pf, 1);
+    __m512 t[16];
+    for (int j = 0; j < 16; j += 2) {
+        t[j] = _mm512_unpacklo_ps(v[j], v[j + 1]);
+        t[j + 1] = _mm512_unpackhi_ps(v[j], v[j + 1]);
+    }
+    for (int j = 0; j < 16; j += 4)
+        for (int h = 0; h < 2; h++) {
+            const __m512d lo = _mm512_castps_pd(t[j + h]), hi = _mm512_castps_pd(t[j + 2 + h]);
+            v[j + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
+            v[j + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+        }
+    for (int j = 0; j < 16; j += 8)
+        for (int h = 0; h < 4; h++) {
+            t[j + h] = _mm512_shuffle_f32x4(v[j + h], v[j + 4 + h], 0x88);
+            t[j + 4 + h] = _mm512_shuffle_f32x4(v[j + h], v[j + 4 + h], 0xdd);
+        }
+    for (int h = 0; h < 8; h++) {
+        v[h] = _mm512_shuffle_f32x4(t[h], t[8 + h], 0x88);
+        v[8 + h] = _mm512_shuffle_f32x4(t[h], t[8 + h], 0xdd);
+    }
 }
 
-static void rows_chunk_2(const qt_block_q8_0 *const x[2], int bn, const row_consts *k, const uint8_t *tq,
-                         const float *tdy, __m512 acc[2][8], bool first, const qt_block_q8_0 *const pf[2])
+/* Rows [r0, r0 + n) of columns [c0, c0 + nc) from res[tile][row][column]:
+ * 16 rows of a tile at a time, transposed so that each column's rows go
+ * out in one masked store (the output's columns are out_stride apart). */
+static void flush_rows(float *out, size_t out_stride, int c0, int nc, const float (*res)[ROWS][QT_TILE_COLS], int r0,
+                       int n)
 {
-    rows_chunk(x, bn, k, tq, tdy, acc, first, pf, 2);
+    for (int t = 0; t * QT_TILE_COLS < nc; t++) {
+        const int cols = nc - t * QT_TILE_COLS < QT_TILE_COLS ? nc - t * QT_TILE_COLS : QT_TILE_COLS;
+        for (int i = 0; i < n; i += 16) {
+            const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+            __m512 v[16];
+            for (int j = 0; j < 16; j++) v[j] = _mm512_load_ps(res[t][(i + j) % ROWS]);
+            transpose16(v);
+            for (int c = 0; c < cols; c++)
+                _mm512_mask_storeu_ps(out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0 + i, m, v[c]);
+        }
+    }
 }
 
 /* The 8 lane accumulators of 16 outputs in qt_hsum8's order. */
@@ -133,42 +189,45 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
     const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
     const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
     const size_t tile_bytes = tile_qs + (size_t)nb * QT_TILE_COLS * sizeof(float);
-    row_consts k[2];
-    __m512 acc[SUPER][2][8];
-    /* results of ROWS rows (qt_tiles_flush) */
-    float res[SUPER * QT_TILE_COLS][ROWS];
+    static const rows_chunk_fn chunk_fn[NR] = {rows_chunk_1, rows_chunk_2,
+#if NR > 2
+                                               rows_chunk_3
+#endif
+    };
+    row_consts k[NR];
+    __m512 acc[SUPER][NR][8];
+    /* results of ROWS rows, per tile and row (flush_rows) */
+    _Alignas(64) float res[SUPER][ROWS][QT_TILE_COLS];
     for (int t0 = 0; t0 < tiles; t0 += SUPER) {
         const int nt = tiles - t0 < SUPER ? tiles - t0 : SUPER;
         const int c0 = t0 * QT_TILE_COLS, nc = ncols - c0 < nt * QT_TILE_COLS ? ncols - c0 : nt * QT_TILE_COLS;
-        for (int r = 0; r < nrows; r += 2) {
-            const int nr = nrows - r < 2 ? 1 : 2;
-            const qt_block_q8_0 *x[2];
-            for (int i = 0; i < 2; i++) x[i] = (const void *)((const uint8_t *)w + (size_t)(r + i % nr) * w_stride);
+        for (int r = 0; r < nrows; r += NR) {
+            const int nr = nrows - r < NR ? nrows - r : NR;
+            const qt_block_q8_0 *x[NR];
+            for (int i = 0; i < NR; i++) x[i] = (const void *)((const uint8_t *)w + (size_t)(r + i % nr) * w_stride);
             for (int b0 = 0; b0 < nb; b0 += CHUNK) {
                 const int bn = nb - b0 < CHUNK ? nb - b0 : CHUNK;
-                const qt_block_q8_0 *xc[2] = {x[0] + b0, x[1] + b0}, *pf[2] = {NULL, NULL};
-                if (r + 2 < nrows)
-                    for (int i = 0; i < 2; i++)
+                const qt_block_q8_0 *xc[NR], *pf[NR];
+                for (int i = 0; i < NR; i++) xc[i] = x[i] + b0, pf[i] = NULL;
+                if (r + NR < nrows)
+                    for (int i = 0; i < NR; i++)
                         pf[i] = (const qt_block_q8_0 *)((const uint8_t *)w +
-                                                        (size_t)(r + 2 + i % (nrows - r - 2)) * w_stride) + b0;
+                                                        (size_t)(r + NR + i % (nrows - r - NR)) * w_stride) + b0;
                 for (int i = 0; i < nr; i++) row_consts_fill(xc[i], bn, &k[i]);
                 for (int t = 0; t < nt; t++) {
                     const uint8_t *tq = (const uint8_t *)packed + (size_t)(t0 + t) * tile_bytes;
                     const float *tdy = (const float *)(tq + tile_qs) + (size_t)b0 * QT_TILE_COLS;
                     tq += (size_t)b0 * QT_TILE_COLS * QT_QK8_0;
-                    (nr == 2 ? rows_chunk_2 : rows_chunk_1)(xc, bn, k, tq, tdy, acc[t], b0 == 0, pf);
-                    pf[0] = pf[1] = NULL; /* once per pass is enough */
+                    chunk_fn[nr - 1](xc, bn, k, tq, tdy, acc[t], b0 == 0, pf);
+                    pf[0] = NULL; /* once per pass is enough */
                 }
             }
             for (int t = 0; t < nt; t++)
-                for (int i = 0; i < nr; i++) {
-                    float s[QT_TILE_COLS];
-                    _mm512_storeu_ps(s, hsum8_lanes(acc[t][i]));
-                    for (int c = 0; c < QT_TILE_COLS; c++) res[t * QT_TILE_COLS + c][(r + i) % ROWS] = s[c];
-                }
-            if ((r + nr) % ROWS == 0 || r + nr == nrows) {
-                const int r0 = (r + nr - 1) / ROWS * ROWS;
-                qt_tiles_flush(out, out_stride, c0, nc, res[0], ROWS, r0, r + nr - r0);
+                for (int i = 0; i < nr; i++) _mm512_store_ps(res[t][(r + i) % ROWS], hsum8_lanes(acc[t][i]));
+            const int end = r + nr;
+            if (end % ROWS == 0 || end == nrows) {
+                const int r0 = (end - 1) / ROWS * ROWS;
+                flush_rows(out, out_stride, c0, nc, (const float(*)[ROWS][QT_TILE_COLS])res, r0, end - r0);
             }
         }
     }
