@@ -1,10 +1,10 @@
 /* test_tiles.c - the many-outputs kernels of llama.cpp's batch orders
  * against their one-output definitions, bit for bit.
  *
- * - quant/tinyblas.h: the Q8_0 tile kernel (where the CPU has AVX512-VNNI)
+ * - quant/tiles.h: the Q8_0 tile kernel (where the CPU has AVX512-VNNI)
  *   equals the scalar vec_dot for every element, over block counts that
- *   cross its chunking, row counts odd and even and across its 16-row
- *   output runs, and column counts from a partial tile to more than one
+ *   cross its chunking, row counts that end its groups of 3 rows with 1,
+ *   2 or 3 and cross its 48-row output runs, and column counts from a partial tile to more than one
  *   pass of tiles; on random blocks and adversarial ones (zero, max and
  *   subnormal f16 scales, bytes -128 and 127 on both sides).  Elements
  *   outside the output are left alone, and packed buffers are allocated to
@@ -160,9 +160,11 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
 
 static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
     /* blocks, rows, columns: Q8_0's blocks cross the kernel's 128-block
-     * chunks, rows its 16-row runs, columns its 8-tile passes */
+     * chunks, rows its groups of 3 (ending in 1 or 2 rows) and 48-row
+     * runs, columns its 8-tile passes */
     static const int q8_shapes[][3] = {{1, 1, 8},    {2, 3, 16},   {5, 2, 17},  {64, 5, 33}, {129, 3, 40},
-                                       {3, 17, 130}, {130, 33, 9}, {7, 16, 31}, {2, 35, 257}};
+                                       {3, 17, 130}, {130, 33, 9}, {7, 16, 31}, {2, 35, 257}, {3, 50, 20},
+                                       {2, 97, 47},  {1, 48, 16}};
     static const int k_shapes[][3] = {{1, 1, 8},  {2, 4, 16},  {3, 5, 17}, {1, 9, 33},
                                       {2, 36, 40}, {1, 3, 130}, {4, 7, 47}};
     const int(*shapes)[3] = type == QT_Q8_0 ? q8_shapes : k_shapes;
