@@ -134,21 +134,27 @@ typedef void (*rows_chunk_fn)(const qt_block_q8_0 *const x[NR], int bn, const ro
 INLINE void transpose16(__m512 v[16])
 {
     __m512 t[16];
+#pragma GCC unroll 8
     for (int j = 0; j < 16; j += 2) {
         t[j] = _mm512_unpacklo_ps(v[j], v[j + 1]);
         t[j + 1] = _mm512_unpackhi_ps(v[j], v[j + 1]);
     }
+#pragma GCC unroll 4
     for (int j = 0; j < 16; j += 4)
+#pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             const __m512d lo = _mm512_castps_pd(t[j + h]), hi = _mm512_castps_pd(t[j + 2 + h]);
             v[j + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
             v[j + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
         }
+#pragma GCC unroll 2
     for (int j = 0; j < 16; j += 8)
+#pragma GCC unroll 4
         for (int h = 0; h < 4; h++) {
             t[j + h] = _mm512_shuffle_f32x4(v[j + h], v[j + 4 + h], 0x88);
             t[j + 4 + h] = _mm512_shuffle_f32x4(v[j + h], v[j + 4 + h], 0xdd);
         }
+#pragma GCC unroll 8
     for (int h = 0; h < 8; h++) {
         v[h] = _mm512_shuffle_f32x4(t[h], t[8 + h], 0x88);
         v[8 + h] = _mm512_shuffle_f32x4(t[h], t[8 + h], 0xdd);
@@ -158,15 +164,16 @@ INLINE void transpose16(__m512 v[16])
 /* Rows [r0, r0 + n) of columns [c0, c0 + nc) from res[tile][row][column]:
  * 16 rows of a tile at a time, transposed so that each column's rows go
  * out in one masked store (the output's columns are out_stride apart). */
-static void flush_rows(float *out, size_t out_stride, int c0, int nc, const float (*res)[ROWS][QT_TILE_COLS], int r0,
-                       int n)
+static void flush_rows(float *out, size_t out_stride, int c0, int nc, const float (*res)[ROWS + 16][QT_TILE_COLS],
+                       int r0, int n)
 {
     for (int t = 0; t * QT_TILE_COLS < nc; t++) {
         const int cols = nc - t * QT_TILE_COLS < QT_TILE_COLS ? nc - t * QT_TILE_COLS : QT_TILE_COLS;
         for (int i = 0; i < n; i += 16) {
             const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
             __m512 v[16];
-            for (int j = 0; j < 16; j++) v[j] = _mm512_load_ps(res[t][(i + j) % ROWS]);
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) v[j] = _mm512_load_ps(res[t][i + j]);
             transpose16(v);
             for (int c = 0; c < cols; c++)
                 _mm512_mask_storeu_ps(out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0 + i, m, v[c]);
@@ -196,8 +203,9 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
     };
     row_consts k[NR];
     __m512 acc[SUPER][NR][8];
-    /* results of ROWS rows, per tile and row (flush_rows) */
-    _Alignas(64) float res[SUPER][ROWS][QT_TILE_COLS];
+    /* results of ROWS rows, per tile and row (flush_rows; the last 16 rows
+     * only pad a partial block of 16, whose stores are masked) */
+    _Alignas(64) float res[SUPER][ROWS + 16][QT_TILE_COLS];
     for (int t0 = 0; t0 < tiles; t0 += SUPER) {
         const int nt = tiles - t0 < SUPER ? tiles - t0 : SUPER;
         const int c0 = t0 * QT_TILE_COLS, nc = ncols - c0 < nt * QT_TILE_COLS ? ncols - c0 : nt * QT_TILE_COLS;
@@ -227,7 +235,7 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
             const int end = r + nr;
             if (end % ROWS == 0 || end == nrows) {
                 const int r0 = (end - 1) / ROWS * ROWS;
-                flush_rows(out, out_stride, c0, nc, (const float(*)[ROWS][QT_TILE_COLS])res, r0, end - r0);
+                flush_rows(out, out_stride, c0, nc, (const float(*)[ROWS + 16][QT_TILE_COLS])res, r0, end - r0);
             }
         }
     }
