@@ -90,14 +90,17 @@ static void matmul_wide_one(const qt_rp_wide *wide, const gl_tensor *w, const ui
  * each split into runs of TB_ROWS rows that threads take as they come:
  * another process on a core slows one thread, and a static split would
  * make the rest wait for it at every matmul.  No thread waits between
- * passes. */
+ * passes.  Several weights sharing the input (n_w > 1, same type and
+ * ne[0]) pool their runs, so one packing serves them all. */
 #define TB_PASS (8 * QT_TILE_COLS)
 #define TB_ROWS 32
-static void matmul_tiles(const qt_tiles *tiles, const gl_tensor *w, const void *xq, size_t xq_row, float *y,
-                         int n_tokens)
+static void matmul_tiles(const qt_tiles *tiles, int n_w, const gl_tensor *const w[], const void *xq, size_t xq_row,
+                         float *const y[], int n_tokens)
 {
-    const int64_t n_in = w->ne[0], n_out = w->ne[1], runs = (n_out + TB_ROWS - 1) / TB_ROWS;
+    const int64_t n_in = w[0]->ne[0];
     const int pass_cols = tiles->pass_cols ? tiles->pass_cols : TB_PASS;
+    int64_t runs = 0;
+    for (int i = 0; i < n_w; i++) runs += (w[i]->ne[1] + TB_ROWS - 1) / TB_ROWS;
     uint8_t *packed = (uint8_t *)xq + xq_row * (size_t)n_tokens;
     packed += (64 - (uintptr_t)packed % 64) % 64;
     const int n_tiles = (n_tokens + QT_TILE_COLS - 1) / QT_TILE_COLS;
@@ -110,9 +113,13 @@ static void matmul_tiles(const qt_tiles *tiles, const gl_tensor *w, const void *
             const uint8_t *pass = packed + tiles->pack_size((int)n_in, c0);
             #pragma omp for schedule(dynamic, 1) nowait
             for (int64_t run = 0; run < runs; run++) {
-                const int64_t r0 = run * TB_ROWS, nr = n_out - r0 < TB_ROWS ? n_out - r0 : TB_ROWS;
-                tiles->kernel(w->type, (int)n_in, gl_row(w, r0), w->row_bytes, (int)nr, pass, nc,
-                              y + (size_t)c0 * n_out + r0, (size_t)n_out);
+                int i = 0;
+                int64_t r0 = run * TB_ROWS;
+                while (r0 >= (w[i]->ne[1] + TB_ROWS - 1) / TB_ROWS * TB_ROWS)
+                    r0 -= (w[i]->ne[1] + TB_ROWS - 1) / TB_ROWS * TB_ROWS, i++;
+                const int64_t n_out = w[i]->ne[1], nr = n_out - r0 < TB_ROWS ? n_out - r0 : TB_ROWS;
+                tiles->kernel(w[i]->type, (int)n_in, gl_row(w[i], r0), w[i]->row_bytes, (int)nr, pass, nc,
+                              y[i] + (size_t)c0 * n_out + r0, (size_t)n_out);
             }
         }
     }
@@ -232,7 +239,7 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
      * why). */
     const qt_tiles *tiles = each ? NULL : qt_tiles_for(w->type, n_out, n_tokens);
     if (tiles) {
-        matmul_tiles(tiles, w, xq, xq_row, y, n_tokens);
+        matmul_tiles(tiles, 1, &w, xq, xq_row, &y, n_tokens);
         return 0;
     }
     /* Weights llama.cpp repacks (quant/repack.h): groups of 8 rows, the
@@ -319,6 +326,31 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
 int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch)
 {
     return matmul(w, x, y, n_tokens, scratch, false);
+}
+
+int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float *const y[], int n_tokens,
+                     void *scratch)
+{
+    const qt_traits *tr = qt_get(w[0]->type);
+    const qt_traits *act = tr ? qt_get(tr->vec_dot_type) : NULL;
+    const qt_tiles *tiles = act && tr->vec_dot_type != QT_F32 ? qt_tiles_for(w[0]->type, w[0]->ne[1], n_tokens) : NULL;
+    /* only where matmul() would take the same tile kernels for every weight */
+    for (int i = 0; i < n_w && tiles; i++)
+        if (w[i]->type != w[0]->type || w[i]->ne[0] != w[0]->ne[0] ||
+            qt_tiles_for(w[i]->type, w[i]->ne[1], n_tokens) != tiles)
+            tiles = NULL;
+    qt_from_float_fn quantize = tiles ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
+    if (!quantize) {
+        for (int i = 0; i < n_w; i++)
+            if (gl_matmul(w[i], x, y[i], n_tokens, scratch)) return -1;
+        return 0;
+    }
+    const int64_t n_in = w[0]->ne[0];
+    const size_t xq_row = qt_row_size(tr->vec_dot_type, n_in);
+    #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n_in >= 65536)
+    for (int t = 0; t < n_tokens; t++) quantize(x + (int64_t)t * n_in, (uint8_t *)scratch + (size_t)t * xq_row, n_in);
+    matmul_tiles(tiles, n_w, w, scratch, xq_row, y, n_tokens);
+    return 0;
 }
 
 int gl_matmul_each(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch)

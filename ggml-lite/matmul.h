@@ -19,6 +19,13 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens);
  * x is [n_tokens][ne[0]], y is [n_tokens][ne[1]]; scratch holds at least
  * gl_matmul_scratch() bytes.  Returns -1 if the type has no dot product. */
 int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch);
+/* y[i] = w[i] . x for n_w weights that take the same input x (Q, K and V;
+ * gate and up): where gl_matmul would give each the tile kernels, x is
+ * quantized and packed once for all of them and their rows are shared
+ * out together; otherwise one gl_matmul each.  Bit for bit gl_matmul's;
+ * scratch holds the largest gl_matmul_scratch() of them. */
+int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float *const y[], int n_tokens,
+                     void *scratch);
 /* The same with every token's outputs bit for bit those of a one-token
  * call: the batch orders (repacked gemm, tiled, tinyBLAS) sum in another
  * order than the one-token kernels, and speculative verification needs

@@ -490,9 +490,15 @@ static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32
         const gl_rope rope = layer_rope(c, l);
         /* attention block */
         gl_rmsnorm(c->xn, c->x, L->attn_norm, T, E, hp->norm_eps);
-        mul(&L->wq, c->xn, c->q, T, c->mm);                  /* [T][QD] */
-        mul(&L->wk, c->xn, c->k, T, c->mm);                  /* [T][KD] */
-        mul(&L->wv, c->xn, c->v, T, c->mm);                  /* [T][KD] */
+        if (each) {
+            mul(&L->wq, c->xn, c->q, T, c->mm);              /* [T][QD] */
+            mul(&L->wk, c->xn, c->k, T, c->mm);              /* [T][KD] */
+            mul(&L->wv, c->xn, c->v, T, c->mm);              /* [T][KD] */
+        } else { /* one quantized (and packed) input for the three */
+            const gl_tensor *const wqkv[3] = {&L->wq, &L->wk, &L->wv};
+            float *const yqkv[3] = {c->q, c->k, c->v};
+            gl_matmul_shared(3, wqkv, c->xn, yqkv, T, c->mm);
+        }
         if (L->bq) gl_add_bias(c->q, L->bq, T, QD);
         if (L->bk) gl_add_bias(c->k, L->bk, T, KD);
         if (L->bv) gl_add_bias(c->v, L->bv, T, KD);
@@ -513,8 +519,14 @@ static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32
         gl_add(c->x, c->xn, (int64_t)T * E);
         /* feed-forward block */
         gl_rmsnorm(c->xn, c->x, L->ffn_norm, T, E, hp->norm_eps);
-        mul(&L->w_gate, c->xn, c->g, T, c->mm);               /* [T][F] */
-        mul(&L->w_up, c->xn, c->u, T, c->mm);                 /* [T][F] */
+        if (each) {
+            mul(&L->w_gate, c->xn, c->g, T, c->mm);           /* [T][F] */
+            mul(&L->w_up, c->xn, c->u, T, c->mm);             /* [T][F] */
+        } else {
+            const gl_tensor *const wgu[2] = {&L->w_gate, &L->w_up};
+            float *const ygu[2] = {c->g, c->u};
+            gl_matmul_shared(2, wgu, c->xn, ygu, T, c->mm);
+        }
         if (a->act == QLM_ACT_GELU)
             gl_geglu(c->g, c->u, (int64_t)T * F);
         else

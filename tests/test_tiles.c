@@ -13,7 +13,8 @@
  *   (raw random or extreme bytes: every quant and scale value, with the
  *   scenario's f16 d and dmin; Q8_K activations with consistent bsums).
  * - gl_matmul routes Q8_0 batches of 8 or more columns, and K-quant ones
- *   llama.cpp does not repack, to them with the same bits.
+ *   llama.cpp does not repack, to them with the same bits; so does
+ *   gl_matmul_shared, several weights over one quantized input.
  * - The AMX-INT8 kernel (Q2_K..Q6_K, where CPU and OS have AMX; else a
  *   PASS line saying it was skipped) equals qt_tiled_dot bit for bit at
  *   every column count 1..70 and across its 256-column passes, rows not a
@@ -294,6 +295,68 @@ static void test_matmul_amx(qt_type type, int rows) {
 }
 #endif
 
+/* gl_matmul_shared: weights that share one input (several row counts, a
+ * K-quant that takes the tile kernels only from some row counts, a type
+ * mix, batches below the tile kernels) give gl_matmul's bits, and touch
+ * nothing past each output. */
+static void check_shared(int n_w, const qt_type *types, const int *rows, int n, int ntok) {
+    const gl_tensor *w[4];
+    gl_tensor t[4];
+    float *y[4], *want[4];
+    size_t scratch_bytes = 0;
+    for (int i = 0; i < n_w; i++) {
+        const size_t rb = qt_row_size(types[i], n);
+        uint8_t *d = test_xmalloc(rb * rows[i]);
+        for (int r = 0; r < rows[i]; r++) {
+            if (types[i] == QT_Q8_0)
+                fill_q8_0((qt_block_q8_0 *)(d + r * rb), n / QT_QK8_0, SC_RANDOM);
+            else if (types[i] == QT_Q4_0)
+                for (size_t j = 0; j < rb; j += 18) {
+                    for (int k = 0; k < 18; k++) d[r * rb + j + k] = (uint8_t)rng_next();
+                    const uint16_t sc = scale_for(SC_RANDOM);
+                    memcpy(d + r * rb + j, &sc, 2);
+                }
+            else
+                fill_k(types[i], d + r * rb, n / QT_QK_K, SC_RANDOM);
+        }
+        t[i] = (gl_tensor){.type = types[i], .ne = {n, rows[i], 1, 1}, .row_bytes = rb, .data = d};
+        w[i] = &t[i];
+        y[i] = test_xmalloc(sizeof(float) * (rows[i] * ntok + 1));
+        want[i] = test_xmalloc(sizeof(float) * rows[i] * ntok);
+        y[i][rows[i] * ntok] = -0.0f;
+        const size_t sb = gl_matmul_scratch(w[i], ntok);
+        if (sb > scratch_bytes) scratch_bytes = sb;
+    }
+    float *x = test_xmalloc(sizeof(float) * n * ntok);
+    for (int i = 0; i < n * ntok; i++) x[i] = (float)(rng_below(20001) - 10000) * 1e-3f;
+    void *scratch = test_xmalloc(scratch_bytes);
+    for (int i = 0; i < n_w; i++) CHECK(gl_matmul(w[i], x, want[i], ntok, scratch) == 0, "gl_matmul failed");
+    CHECK(gl_matmul_shared(n_w, w, x, y, ntok, scratch) == 0, "gl_matmul_shared failed");
+    for (int i = 0; i < n_w; i++) {
+        for (int e = 0; e < rows[i] * ntok; e++)
+            CHECK(same_bits(y[i][e], want[i][e]), "%s ntok %d weight %d element %d: %a, want %a",
+                  qt_get(types[i])->name, ntok, i, e, y[i][e], want[i][e]);
+        CHECK(same_bits(y[i][rows[i] * ntok], -0.0f), "weight %d: wrote past its output", i);
+        free((void *)t[i].data), free(y[i]), free(want[i]);
+    }
+    free(x), free(scratch);
+}
+
+static void test_matmul_shared(void) {
+    TEST_BEGIN("matmul_shared_input");
+    /* Q4_K: llama.cpp repacks 24 rows, not 37 (shared only where AMX takes both) */
+    const qt_type q8[3] = {QT_Q8_0, QT_Q8_0, QT_Q8_0}, q4k[2] = {QT_Q4_K, QT_Q4_K}, q5k[2] = {QT_Q5_K, QT_Q5_K},
+                  mix[2] = {QT_Q8_0, QT_Q4_0};
+    const int r3[3] = {37, 8, 130}, r2[2] = {24, 37}, r5[2] = {37, 9};
+    for (int ntok = 1; ntok <= 70; ntok += 1 + ntok / 4) {
+        check_shared(3, q8, r3, 2 * QT_QK8_0, ntok);
+        check_shared(2, q4k, r2, QT_QK_K, ntok);
+        check_shared(2, q5k, r5, QT_QK_K, ntok);
+        check_shared(2, mix, r2, 2 * QT_QK8_0, ntok);
+    }
+    TEST_END();
+}
+
 int main(void) {
 #if defined(__x86_64__)
     if (qt_isa_supported(qt_cpu(), QT_ISA_AVX512_VNNI))
@@ -323,5 +386,6 @@ int main(void) {
     }
 #endif
     test_matmul_q8_0();
+    test_matmul_shared();
     TEST_EXIT();
 }
