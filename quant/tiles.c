@@ -21,7 +21,7 @@ static size_t q8_0_pack_size(int n, int ncols)
     return (size_t)tiles * q8_0_tile_bytes(n / QT_QK8_0);
 }
 
-static void q8_0_pack(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+void qt_tiles_pack_q8_0_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
 {
     const int nb = n / QT_QK8_0, c0 = tile * QT_TILE_COLS;
     uint8_t *qs = (uint8_t *)packed + (size_t)tile * q8_0_tile_bytes(nb);
@@ -79,7 +79,7 @@ static void q8_K_pack(int n, const void *y, size_t y_stride, int ncols, int tile
 #if defined(__x86_64__)
 const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
 {
-    static const qt_tiles q8_0 = {q8_0_pack_size, q8_0_pack, qt_avx512_vnni_tb_q8_0, 0};
+    static const qt_tiles q8_0 = {q8_0_pack_size, qt_avx512_vnni_tb_pack_q8_0, qt_avx512_vnni_tb_q8_0, 0};
     static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_avx512_vnni_tiled, 0};
     switch (type) {
     case QT_Q8_0: return &q8_0;

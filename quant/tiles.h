@@ -87,12 +87,17 @@ const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols);
 /* Whether qt_tiles_for gives the AMX set for this weight and batch. */
 bool qt_tiles_amx_applies(qt_type type, int64_t rows, int n_cols);
 
+/* The Q8_0 layout's definition in portable code (the AVX512-VNNI set
+ * packs with its own gathers; tests compare the two). */
+void qt_tiles_pack_q8_0_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
+
 #if defined(__x86_64__)
 /* The AVX512-VNNI set for weights of `type` whatever QLM_ISA says (for
  * tests on a CPU that has it), or NULL. */
 const qt_tiles *qt_tiles_avx512_vnni(qt_type type);
 void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                             int ncols, float *out, size_t out_stride);
+void qt_avx512_vnni_tb_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                           int ncols, float *out, size_t out_stride);
 /* The AMX-INT8 set for weights of `type` (the tiled order; Q2_K..Q5_K)

@@ -241,4 +241,32 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
     }
 }
 
+/* tiles.c's q8_0_pack, 16 columns at a time: one gather per 4-byte group
+ * of a block brings that group of every column of the tile (columns past
+ * ncols read as zero bytes, so they pack as 0x80 like the portable code's),
+ * and the columns' f16 scales come with one more. */
+void qt_avx512_vnni_tb_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+{
+    const int nb = n / QT_QK8_0, c0 = tile * QT_TILE_COLS;
+    const int cols = ncols - c0 < QT_TILE_COLS ? ncols - c0 : QT_TILE_COLS;
+    const __mmask16 m = (__mmask16)(cols == 16 ? 0xffff : (1u << cols) - 1);
+    uint8_t *qs = (uint8_t *)packed + (size_t)tile * nb * (QT_TILE_COLS * QT_QK8_0 + QT_TILE_COLS * sizeof(float));
+    float *d = (float *)(qs + (size_t)nb * QT_TILE_COLS * QT_QK8_0);
+    const uint8_t *base = (const uint8_t *)y + (size_t)c0 * y_stride;
+    /* byte offsets of the columns (y_stride * 15 fits: rows are far smaller) */
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)y_stride));
+    const __m512i flip = _mm512_set1_epi8((char)0x80), lo16 = _mm512_set1_epi32(0xffff);
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = base + (size_t)b * sizeof(qt_block_q8_0);
+        for (int g = 0; g < 8; g++) {
+            const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, blk + 2 + 4 * g, 1);
+            _mm512_storeu_si512(qs + (size_t)b * QT_TILE_COLS * QT_QK8_0 + 64 * g, _mm512_xor_si512(v, flip));
+        }
+        /* the f16 d and the first two quants: keep the d */
+        const __m512i dh = _mm512_and_si512(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, blk, 1), lo16);
+        _mm512_storeu_ps(d + (size_t)b * QT_TILE_COLS, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dh)));
+    }
+}
+
 #endif

@@ -137,8 +137,15 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
         else
             fill_q8_K((qt_block_q8_K *)(y + c * y_stride), nb, sc);
     }
-    void *packed = test_xmalloc(tiles->pack_size(n, cols));
+    const size_t pack_bytes = tiles->pack_size(n, cols);
+    void *packed = test_xmalloc(pack_bytes);
     for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++) tiles->pack(n, y, y_stride, cols, t, packed);
+    if (type == QT_Q8_0) { /* the set's packer writes the portable layout */
+        uint8_t *ref = test_xmalloc(pack_bytes);
+        for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++) qt_tiles_pack_q8_0_ref(n, y, y_stride, cols, t, ref);
+        CHECK(memcmp(ref, packed, pack_bytes) == 0, "nb %d cols %d: packed tiles differ from the portable layout", nb, cols);
+        free(ref);
+    }
     float *out = test_xmalloc(sizeof(float) * out_stride * cols);
     for (size_t i = 0; i < out_stride * cols; i++) out[i] = -0.0f;
     tiles->kernel(type, n, w, w_stride, rows, packed, cols, out, out_stride);
