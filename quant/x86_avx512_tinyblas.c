@@ -20,10 +20,17 @@
  * else being loads.  The 8 lane accumulators are summed in qt_hsum8's
  * order at the end, so each output is vec_dot's value bit for bit.
  *
+ * The floor is those three instructions on the two 512-bit ports, 1.5
+ * cycles per 64 multiply-adds; the loop reaches about 85-90% of it with
+ * its data in L1, the whole kernel about 70% (notes/q8pp.md).
+ *
  * Blocking: a pass takes up to SUPER tiles (their activations, n bytes
- * per column, stay in L2) and walks this call's rows in pairs; a pair's
- * weights stay in L1 while it meets every tile of the pass, so weights
- * come from memory once per SUPER * 16 columns. */
+ * per column, stay in L2) and walks this call's rows in groups of NR = 3
+ * (24 accumulators: each 64-byte load of packed activations serves three
+ * rows); a group's weights stay in L1 while it meets every tile of the
+ * pass, so weights come from memory once per SUPER * 16 columns.  Results
+ * go out 16 rows x 16 columns at a time, transposed in registers, one
+ * masked store per column. */
 #if defined(__x86_64__)
 
 #include <immintrin.h>
