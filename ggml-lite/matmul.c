@@ -213,6 +213,17 @@ void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const
     #pragma omp barrier
 }
 
+/* The activations of n_tokens rows quantized to xq_row-byte rows.  A few
+ * tokens quantize in a microsecond or two, less than waking the team and
+ * waiting at its barrier (far less with a passive OMP_WAIT_POLICY):
+ * batched decoding keeps this serial. */
+static void quantize_rows(qt_from_float_fn quantize, const float *x, void *xq, int n_tokens, int64_t n_in,
+                          size_t xq_row)
+{
+    #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n_in >= 65536)
+    for (int t = 0; t < n_tokens; t++) quantize(x + (int64_t)t * n_in, (uint8_t *)xq + (size_t)t * xq_row, n_in);
+}
+
 static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch, bool each)
 {
     const qt_traits *tr = qt_get(w->type);
@@ -225,12 +236,7 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
         qt_from_float_fn quantize = act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
         if (!quantize) return -1;
         xq_row = qt_row_size(tr->vec_dot_type, n_in);
-        /* A few tokens quantize in a microsecond or two, less than waking
-         * the team and waiting at its barrier (far less with a passive
-         * OMP_WAIT_POLICY): batched decoding keeps this serial. */
-        #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n_in >= 65536)
-        for (int t = 0; t < n_tokens; t++)
-            quantize(x + (int64_t)t * n_in, (uint8_t *)scratch + (size_t)t * xq_row, n_in);
+        quantize_rows(quantize, x, scratch, n_tokens, n_in, xq_row);
         xq = scratch;
     }
     /* Q8_0 and the K-quants, where the CPU has tile kernels: the same
@@ -347,8 +353,7 @@ int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float 
     }
     const int64_t n_in = w[0]->ne[0];
     const size_t xq_row = qt_row_size(tr->vec_dot_type, n_in);
-    #pragma omp parallel for schedule(static) if ((int64_t)n_tokens * n_in >= 65536)
-    for (int t = 0; t < n_tokens; t++) quantize(x + (int64_t)t * n_in, (uint8_t *)scratch + (size_t)t * xq_row, n_in);
+    quantize_rows(quantize, x, scratch, n_tokens, n_in, xq_row);
     matmul_tiles(tiles, n_w, w, scratch, xq_row, y, n_tokens);
     return 0;
 }
