@@ -527,10 +527,7 @@ static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32
             float *const ygu[2] = {c->g, c->u};
             gl_matmul_shared(2, wgu, c->xn, ygu, T, c->mm);
         }
-        if (a->act == QLM_ACT_GELU)
-            gl_geglu(c->g, c->u, (int64_t)T * F);
-        else
-            gl_swiglu(c->g, c->u, (int64_t)T * F);
+        gate(a, c->g, c->u, (int64_t)T * F);
         mul(&L->w_down, c->g, c->xn, T, c->mm);               /* [T][E] */
         if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->ffn_post_norm, T, E, hp->norm_eps);
         gl_add(c->x, c->xn, (int64_t)T * E);
