@@ -140,6 +140,13 @@ int qlm_cli_gen_flag(const char *a, const char *v, qlm_sampler_params *sp, int *
     return sf ? sf : size_flag(a, v, n_predict, n_ctx, n_threads, n_batch);
 }
 
+int qlm_cli_gen_switch(const char *a, qlm_sampler_params *sp)
+{
+    if (strcmp(a, "--ignore-eos")) return 0;
+    sp->ignore_eos = true;
+    return 1;
+}
+
 int qlm_cli_template_flag(const char *v)
 {
     size_t n;

@@ -41,6 +41,10 @@ int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_
 int qlm_cli_gen_flag(const char *flag, const char *v, qlm_sampler_params *sp, int *n_predict, int *n_ctx,
                      int *n_threads, int *n_batch);
 
+/* The valueless flag of the same commands: --ignore-eos (into sp).
+ * 1 if flag is it, 0 if not. */
+int qlm_cli_gen_switch(const char *flag, qlm_sampler_params *sp);
+
 /* --chat-template NAME|FILE, checked when parsed: 0 when v names a
  * built-in template or a readable file, QLM_EUSAGE (error printed, the
  * names listed) otherwise; "list" prints the built-ins on stdout and

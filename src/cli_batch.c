@@ -150,8 +150,8 @@ static void batch_usage(FILE *f)
         "Generates for every line of IN.jsonl (- for stdin) with the model loaded once.\n"
         "Each line is {\"id\": ..., \"prompt\": \"...\"} or {\"id\": ..., \"messages\": [{\"role\": ...,\n"
         "\"content\": ...}, ...]} (rendered with the chat template), optionally with\n"
-        "n_predict, temperature, top_k, top_p, min_p, repeat_penalty, seed and stop\n"
-        "(a string or a list).  Each output line is {\"id\", \"text\", \"finish_reason\",\n"
+        "n_predict, temperature, top_k, top_p, min_p, repeat_penalty, seed, ignore_eos\n"
+        "and stop (a string or a list).  Each output line is {\"id\", \"text\", \"finish_reason\",\n"
         "\"tokens\", \"timings\"}, or {\"id\", \"line\", \"error\"} for a line that could not be\n"
         "run, in input order; blank input lines are skipped.\n"
         "\n"
@@ -167,8 +167,8 @@ static void batch_usage(FILE *f)
         "  -t, --threads N         threads (default: physical cores)\n"
         "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
         "  -s, --seed N, --temp X, --top-k N, --top-p X, --min-p X, --repeat-penalty X,\n"
-        "  --repeat-last-n N       sampling defaults for lines that do not set them\n"
-        "                          (as for qlm run; the default temperature is 0.8)\n"
+        "  --repeat-last-n N,      sampling defaults for lines that do not set them\n"
+        "  --ignore-eos            (as for qlm run; the default temperature is 0.8)\n"
         "      --stop STR          default stop string (repeatable)\n"
         QLM_CLI_TEMPLATE_HELP
         QLM_CLI_LOAD_HELP
@@ -196,6 +196,7 @@ static int parse_args(int argc, char **argv, batch_opts *o)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { batch_usage(stdout); return -1; }
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = true; continue; }
         if (!strcmp(a, "--resume")) { resume = true; continue; }
+        if (qlm_cli_gen_switch(a, &o->sp)) continue;
         const int lf = qlm_cli_load_flag(a, &o->load_mode);
         if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
         const int sr = qlm_spec_opt(&o->spec, argc, argv, &i);
@@ -450,6 +451,11 @@ static bool job_settings(batch *b, job *j, const qlm_jval *v)
     NUM("repeat_penalty", repeat_penalty, 0.01, 100, false, float)
     NUM("seed", seed, 0, 9007199254740991.0, true, uint64_t)
 #undef NUM
+    const qlm_jval *ie = qlm_json_get(v, "ignore_eos");
+    if (ie && ie->type != QLM_JNULL) {
+        if (ie->type != QLM_JBOOL) { job_fail(j, "\"ignore_eos\" must be true or false"); return false; }
+        j->sp.ignore_eos = ie->b;
+    }
     const qlm_jval *st = qlm_json_get(v, "stop");
     if (!st || st->type == QLM_JNULL) {
         for (int i = 0; i < b->o.n_stops; i++)
@@ -702,7 +708,7 @@ static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
     s->kv_toks = s->j.ids;   /* the slot owns the prompt from here on */
     s->n_kv_toks = n;
     s->cached = keep;
-    if (!(s->smp = qlm_sampler_new(&s->j.sp, b->m->hp.n_vocab))) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
+    if (!(s->smp = qlm_sampler_for(b->m, &s->j.sp))) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
     qlm_stopper_init(&s->stop, (const char *const *)s->j.stops, s->j.n_stops);
     for (int i = 0; i < n; i++) qlm_sampler_accept(s->smp, s->j.ids[i]);
     pb->one_by_one = false;

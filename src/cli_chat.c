@@ -85,8 +85,8 @@ static void chat_usage(FILE *f)
         "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
         "  -s, --seed N            random seed (default 0)\n"
         "      --temp X            temperature (default 0.8; 0 = greedy)\n"
-        "      --top-k N, --top-p X, --min-p X, --repeat-penalty X, --repeat-last-n N\n"
-        "                          as for qlm run\n"
+        "      --top-k N, --top-p X, --min-p X, --repeat-penalty X, --repeat-last-n N,\n"
+        "      --ignore-eos        as for qlm run\n"
         QLM_CLI_LOAD_HELP
         "%s"
         "  -v, --verbose           after each reply: tokens reused from the cache, timings\n"
@@ -107,6 +107,7 @@ static int parse_args(int argc, char **argv, chat_opts *o)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { chat_usage(stdout); return -1; }
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = true; continue; }
         if (!strcmp(a, "--no-history")) { o->no_history = true; continue; }
+        if (qlm_cli_gen_switch(a, &o->sp)) continue;
         const int lf = qlm_cli_load_flag(a, &o->load_mode);
         if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
         const int sr = qlm_spec_opt(&o->spec, argc, argv, &i);
@@ -581,7 +582,7 @@ int qlm_cmd_chat(int argc, char **argv)
     if ((rc = qlm_ctx_new(&c.ctx, c.m, &cp, &err))) goto fail;
     if ((rc = qlm_spec_cli_start(&c.sc, &c.o.spec, c.m, c.ctx, &cp, &c.o.sp, &err))) goto fail;
     if ((rc = qlm_chat_fmt_init(&c.fmt, c.m, c.o.chat_template, &err))) goto fail;
-    if (!(c.smp = qlm_sampler_new(&c.o.sp, c.m->hp.n_vocab))) {
+    if (!(c.smp = qlm_sampler_for(c.m, &c.o.sp))) {
         rc = qlm_fail(&err, QLM_ERUNTIME, "out of memory");
         goto fail;
     }

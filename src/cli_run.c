@@ -88,6 +88,7 @@ static void run_usage(FILE *f)
         "      --min-p X           drop tokens below X times the top probability (default 0.05)\n"
         "      --repeat-penalty X  penalise recent tokens (default 1.0 = off)\n"
         "      --repeat-last-n N   how many recent tokens are penalised (default 64)\n"
+        "      --ignore-eos        never end the text: generate until -n or a full context\n"
         "      --stop STR          stop when the generated text contains STR (repeatable;\n"
         "                          STR itself is not printed)\n"
         "      --chat              wrap the prompt as one user turn in the model's chat template\n"
@@ -123,6 +124,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         if (IS("--json", NULL)) { o->json = true; continue; }
         if (IS("--chat", NULL)) { o->chat = true; continue; }
         if (IS("--dump-prompt", NULL)) { o->dump_prompt = true; continue; }
+        if (qlm_cli_gen_switch(a, &o->sp)) continue;
         const int lf = qlm_cli_load_flag(a, &o->load_mode);
         if (lf) { if (lf < 0) return QLM_EUSAGE; continue; }
         const int sr = qlm_spec_opt(&o->spec, argc, argv, &i);
@@ -386,7 +388,7 @@ int qlm_cmd_run(int argc, char **argv)
     }
     if ((rc = qlm_tokenize(m->vocab, text, text_len, add_bos, true, &ids, &n_ids, &err)))
         goto fail;
-    if (!(smp = qlm_sampler_new(&o.sp, m->hp.n_vocab))) {
+    if (!(smp = qlm_sampler_for(m, &o.sp))) {
         rc = qlm_fail(&err, QLM_ERUNTIME, "out of memory");
         goto fail;
     }

@@ -14,6 +14,15 @@ const char *qlm_stop_name(qlm_stop s)
     return "?";
 }
 
+qlm_sampler *qlm_sampler_for(const qlm_model *m, const qlm_sampler_params *p)
+{
+    qlm_sampler *s = qlm_sampler_new(p, m->hp.n_vocab);
+    if (s && p->ignore_eos)
+        for (int32_t t = 0; t < m->hp.n_vocab; t++)
+            if (qlm_vocab_is_eog(m->vocab, t)) qlm_sampler_ban(s, t);
+    return s;
+}
+
 double qlm_now_ms(void)
 {
     struct timespec ts;

@@ -37,6 +37,11 @@ int qlm_generate(qlm_ctx *c, const qlm_model *m, const int32_t *prompt, int n_pr
                  int n_predict, qlm_sampler *s, qlm_token_fn on_token, void *user,
                  qlm_gen_stats *st, qlm_err *err);
 
+/* A sampler for model m with settings p; with p->ignore_eos the model's
+ * end-of-generation tokens are banned, so generation runs to n_predict or
+ * a full context (llama.cpp's --ignore-eos).  NULL when out of memory. */
+qlm_sampler *qlm_sampler_for(const qlm_model *m, const qlm_sampler_params *p);
+
 /* Where a generation starts and what may stop it early. */
 typedef struct qlm_gen_opts {
     int n_predict;  /* < 0: until end of generation or a full context */

@@ -18,6 +18,8 @@ struct qlm_sampler {
     int n_recent, recent_head;
     cand *c;             /* [n_vocab] */
     qlm_tok_prob *dist;  /* [n_vocab] what qlm_sample_dist returns */
+    int32_t *banned;     /* qlm_sampler_ban's tokens, n_banned of them */
+    int n_banned, cap_banned;
 };
 
 qlm_sampler_params qlm_sampler_defaults(void)
@@ -73,6 +75,7 @@ void qlm_sampler_free(qlm_sampler *s)
     free(s->recent);
     free(s->c);
     free(s->dist);
+    free(s->banned);
     free(s);
 }
 
@@ -92,11 +95,27 @@ static int by_logit_desc(const void *a, const void *b)
     return x->id - y->id; /* ties: lower id first, so results are stable */
 }
 
+void qlm_sampler_ban(qlm_sampler *s, int32_t tok)
+{
+    if (tok < 0 || tok >= s->n_vocab) return;
+    for (int i = 0; i < s->n_banned; i++)
+        if (s->banned[i] == tok) return;
+    if (s->n_banned == s->cap_banned) {
+        const int cap = s->cap_banned ? 2 * s->cap_banned : 8;
+        int32_t *b = realloc(s->banned, sizeof *b * (size_t)cap);
+        if (!b) return; /* cannot happen in practice: a handful of ids */
+        s->banned = b, s->cap_banned = cap;
+    }
+    s->banned[s->n_banned++] = tok;
+}
+
 /* Penalized copy of the logits: positive logits are divided by the
- * penalty and negative ones multiplied, once per distinct recent token. */
+ * penalty and negative ones multiplied, once per distinct recent token;
+ * banned tokens get -inf. */
 static void load_candidates(qlm_sampler *s, const float *logits)
 {
     for (int i = 0; i < s->n_vocab; i++) s->c[i] = (cand){.id = i, .logit = logits[i]};
+    for (int i = 0; i < s->n_banned; i++) s->c[s->banned[i]].logit = -INFINITY;
     const float pen = s->p.repeat_penalty;
     if (pen == 1.0f || s->n_recent == 0) return;
     for (int i = 0; i < s->n_recent; i++) {
@@ -193,7 +212,11 @@ static int32_t argmax_logits(const float *x, int n)
     return i;
 }
 
-static bool penalty_applies(const qlm_sampler *s) { return s->p.repeat_penalty != 1.0f && s->n_recent > 0; }
+/* Whether greedy must look at a modified copy of the logits. */
+static bool penalty_applies(const qlm_sampler *s)
+{
+    return (s->p.repeat_penalty != 1.0f && s->n_recent > 0) || s->n_banned > 0;
+}
 
 int32_t qlm_sample(qlm_sampler *s, const float *logits)
 {

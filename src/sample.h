@@ -18,6 +18,8 @@ typedef struct qlm_sampler_params {
     float repeat_penalty;  /* 1.0 off */
     int repeat_last_n;     /* 64 */
     uint64_t seed;
+    bool ignore_eos;       /* false; callers ban the end-of-generation tokens
+                            * (qlm_sampler_for in generate.h) */
 } qlm_sampler_params;
 
 qlm_sampler_params qlm_sampler_defaults(void);
@@ -49,6 +51,9 @@ int32_t qlm_sample_from(qlm_sampler *s, const qlm_tok_prob *d, int n, double tot
 /* A uniform draw in [0, 1) from the sampler's generator. */
 double qlm_sampler_unit(qlm_sampler *s);
 bool qlm_sampler_is_greedy(const qlm_sampler *s);
+/* Never picks token tok again (its logit counts as -inf everywhere in the
+ * chain, qlm_sample_dist included, so speculative acceptance agrees). */
+void qlm_sampler_ban(qlm_sampler *s, int32_t tok);
 /* Forgets the recorded history (the generator keeps its state). */
 void qlm_sampler_reset(qlm_sampler *s);
 

@@ -183,11 +183,12 @@ if wait_for two '^__EXIT=0'; then pass chat_tty_ctrl_d_exits; else fail chat_tty
 # back, and the next turn is decoded on top of the whole history (the
 # partial reply included).  Then Ctrl-C at the empty prompt quits.  Again
 # with speculative replies (_spec): the stop lands mid-round, and both
-# caches are reused by the next turn.
+# caches are reused by the next turn.  --ignore-eos: the tiny model must
+# not end a reply before the Ctrl-C lands, however slow the machine is.
 for sfx in "" _spec; do
 extra=; [ -n "$sfx" ] && extra="-md $tmp/tiny.gguf --draft-fixed"
 cc=cc$sfx
-start $cc -n 100000 -c 32768 --no-history $extra
+start $cc -n 100000 -c 32768 --no-history --ignore-eos $extra
 if wait_for $cc '^>>> ' && keys $cc 'hello' Enter && reply_started $cc hello && keys $cc C-c &&
    wait_for $cc 'stop: interrupted' && wait_for $cc '^>>> ' 2; then pass chat_tty_ctrl_c_stops_reply$sfx
 else fail chat_tty_ctrl_c_stops_reply$sfx "$(pane $cc | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi
@@ -215,7 +216,7 @@ done
 
 # The Ctrl-C that stops a reply counts as the first: one more at the empty
 # prompt quits.
-start cc2 -n 100000 -c 32768 --no-history
+start cc2 -n 100000 -c 32768 --no-history --ignore-eos
 if wait_for cc2 '^>>> ' && keys cc2 'hi' Enter && reply_started cc2 hi && keys cc2 C-c &&
    wait_for cc2 'stop: interrupted' && wait_for cc2 '^>>> ' 2 && keys cc2 C-c && wait_for cc2 '^__EXIT=0'
 then pass chat_tty_ctrl_c_after_stop_exits; else fail chat_tty_ctrl_c_after_stop_exits "$(pane cc2 | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi

@@ -167,6 +167,18 @@ if command -v tmux >/dev/null; then
     then pass run_terminal_stdin_never_waits; else fail run_terminal_stdin_never_waits "$(echo "$pane" | grep -v '^$' | tail -3)"; fi
 else fail run_terminal_stdin_never_waits "tmux is not installed"; fi
 
+# --ignore-eos: the tiny model ends "hi" early at temperature 0; banned,
+# the end never comes and -n decides (greedy and sampled alike).
+eos=$($QLM run -m $M -p hi -n 100 --temp 0 --json </dev/null | tail -1)
+all=$($QLM run -m $M -p hi -n 100 --temp 0 --json --ignore-eos </dev/null | tail -1)
+hot=$($QLM run -m $M -p hi -n 100 --temp 1.5 --top-k 0 --min-p 0 -s 3 --json --ignore-eos </dev/null | tail -1)
+if python3 -c 'import json, sys
+e, a, h = (json.loads(x) for x in sys.argv[1:4])
+assert e["stop_reason"] == "eos" and e["tokens"]["generated"] < 100, e
+for x in a, h: assert x["stop_reason"] == "length" and x["tokens"]["generated"] == 100, x
+assert a["text"].startswith(e["text"]), (a["text"][:80], e["text"][:80])' "$eos" "$all" "$hot" 2>"$tmp/py"
+then pass run_ignore_eos; else fail run_ignore_eos "$(tail -1 "$tmp/py" | cut -c1-200)"; fi
+
 $QLM nonsense >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect_error unknown_command 1
 exit 0

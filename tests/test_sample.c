@@ -40,6 +40,37 @@ int main(void)
     qlm_sampler_free(s);
     TEST_END();
 
+    TEST_BEGIN("banned_token_never_sampled");
+    p = plain(0.0f);
+    s = qlm_sampler_new(&p, NV);
+    qlm_sampler_ban(s, 1);
+    qlm_sampler_ban(s, 1); /* twice is once */
+    qlm_sampler_ban(s, NV); /* out of range: ignored */
+    CHECK(qlm_sample(s, logits) == 5, "greedy: expected token 5 once 1 is banned");
+    const qlm_tok_prob *d;
+    CHECK(qlm_sample_dist(s, logits, &d) == 1 && d[0].id == 5, "greedy dist: expected token 5");
+    qlm_sampler_free(s);
+    p = plain(1.0f);
+    p.seed = 7;
+    s = qlm_sampler_new(&p, NV);
+    qlm_sampler_ban(s, 1);
+    qlm_sampler_ban(s, 5);
+    int hit = 0;
+    for (int i = 0; i < 500; i++) {
+        const int32_t t = qlm_sample(s, logits);
+        hit |= t == 1 || t == 5;
+    }
+    CHECK(!hit, "a banned token was drawn");
+    const int n = qlm_sample_dist(s, logits, &d);
+    float tot = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(d[i].id != 1 && d[i].id != 5 ? 1 : d[i].p == 0.0f, "banned token %d has p %g", d[i].id, d[i].p);
+        tot += d[i].p;
+    }
+    CHECK(d[0].id == 2 && fabsf(tot - 1.0f) < 1e-5f, "dist: top %d, total %g", d[0].id, tot);
+    qlm_sampler_free(s);
+    TEST_END();
+
     TEST_BEGIN("same_seed_same_tokens");
     p = plain(1.0f);
     p.seed = 42;
