@@ -32,6 +32,8 @@ void qt_avx512_vec_dot_tile_q3_K_q8_K(int n, float *s, size_t ldo, const void *x
 void qt_avx512_vec_dot_tile_q5_K_q8_K(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y,
                                       size_t ys, int nc);
 /* The same with AVX512-VNNI (vpdpwssd). */
+void qt_avx512_vnni_vec_dot_tile_q6_K_q8_K(int n, float *s, size_t ldo, const void *x, size_t xs, int nr,
+                                           const void *y, size_t ys, int nc);
 void qt_avx512_vnni_vec_dot_tile_q2_K_q8_K(int n, float *s, size_t ldo, const void *x, size_t xs, int nr,
                                            const void *y, size_t ys, int nc);
 void qt_avx512_vnni_vec_dot_tile_q3_K_q8_K(int n, float *s, size_t ldo, const void *x, size_t xs, int nr,
