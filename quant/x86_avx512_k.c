@@ -212,8 +212,7 @@ INLINE __m256 fold16(__m512i v) {
  * chains are all in flight. */
 INLINE void q6k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
                      const int vnni) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
-    const __m512i up = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m33 = _mm512_set1_epi8(0x33);
     const __m512i down = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const __m512i ia0 = idx_lanes(0, 1, 2, 3), ib0 = idx_lanes(4, 5, 6, 7);
     const __m512i ia1 = idx_lanes(8, 9, 10, 11), ib1 = idx_lanes(12, 13, 14, 15);
@@ -224,28 +223,39 @@ INLINE void q6k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
         const __m512i y0 = load512(yb->qs), y1 = load512(yb->qs + 64);
         const __m512i y2 = load512(yb->qs + 128), y3 = load512(yb->qs + 192);
         const __m512i bs = _mm512_zextsi256_si512(load256(yb->bsums));
+        const qt_block_q6_K *xb[4];
+        uint16_t h[4] = {0, 0, 0, 0};
         UNROLL for (int r = 0; r < R; r++) {
-            const qt_block_q6_K *xb = (const qt_block_q6_K *)(x + xs * (size_t)r) + i;
-            prefetch_block_l2(xb, sizeof *xb);
-            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb->scales));
+            xb[r] = (const qt_block_q6_K *)(x + xs * (size_t)r) + i;
+            memcpy(&h[r], &xb[r]->d, sizeof h[r]);
+        }
+        /* y_d times each row's d, lane r: vec_dot's products */
+        const __m256 d4 = _mm256_castps128_ps256(_mm_mul_ps(
+            _mm_set1_ps(yb->d), _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0))));
+        UNROLL for (int r = 0; r < R; r++) {
+            prefetch_block_l2(xb[r], sizeof *xb[r]);
+            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[r]->scales));
             const __m512i sc = _mm512_zextsi256_si512(sc16);
             const __m512i off = _mm512_zextsi256_si512(_mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32)));
-            const __m512i ql0 = load512(xb->ql), ql1 = load512(xb->ql + 64);
-            const __m512i qh0 = _mm512_broadcast_i64x4(load256(xb->qh));
-            const __m512i qh1 = _mm512_broadcast_i64x4(load256(xb->qh + 32));
-            const __m512i a0 = _mm512_or_si512(_mm512_and_si512(ql0, m4), _mm512_and_si512(_mm512_sllv_epi16(qh0, up), m30));
-            const __m512i b0 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql0, 4), m4),
-                                               _mm512_and_si512(_mm512_srlv_epi16(qh0, down), m30));
-            const __m512i a1 = _mm512_or_si512(_mm512_and_si512(ql1, m4), _mm512_and_si512(_mm512_sllv_epi16(qh1, up), m30));
-            const __m512i b1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql1, 4), m4),
-                                               _mm512_and_si512(_mm512_srlv_epi16(qh1, down), m30));
             __m512i sum = _mm512_madd_epi16(bs, off);
-            sum = madd_acc(sum, _mm512_maddubs_epi16(a0, y0), _mm512_permutexvar_epi16(ia0, sc), vnni);
-            sum = madd_acc(sum, _mm512_maddubs_epi16(b0, y1), _mm512_permutexvar_epi16(ib0, sc), vnni);
-            sum = madd_acc(sum, _mm512_maddubs_epi16(a1, y2), _mm512_permutexvar_epi16(ia1, sc), vnni);
-            sum = madd_acc(sum, _mm512_maddubs_epi16(b1, y3), _mm512_permutexvar_epi16(ib1, sc), vnni);
-            const float d = yb->d * half(xb->d);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), fold16(sum), acc[r]);
+            UNROLL for (int g = 0; g < 2; g++) {
+                /* per 128 elements: w holds the 2-bit fields of elements
+                 * 0-31 (low 256 bits) and 32-63 (high) in bits 0-1 and
+                 * those of 64-95 and 96-127 in bits 4-5, bits 2-3 and 6-7
+                 * clear; vpternlogd 0xe4 takes bits 0-3 from its first
+                 * operand, 4-7 from its second. */
+                const __m512i ql = load512(xb[r]->ql + 64 * g);
+                const __m512i qh = _mm512_broadcast_i64x4(load256(xb[r]->qh + 32 * g));
+                const __m512i w = _mm512_and_si512(_mm512_srlv_epi16(qh, down), m33);
+                const __m512i a = _mm512_ternarylogic_epi32(ql, _mm512_slli_epi16(w, 4), m4, 0xe4);
+                const __m512i b = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), w, m4, 0xe4);
+                sum = madd_acc(sum, _mm512_maddubs_epi16(a, g ? y2 : y0), _mm512_permutexvar_epi16(g ? ia1 : ia0, sc),
+                               vnni);
+                sum = madd_acc(sum, _mm512_maddubs_epi16(b, g ? y3 : y1), _mm512_permutexvar_epi16(g ? ib1 : ib0, sc),
+                               vnni);
+            }
+            const __m256 d = _mm256_permutexvar_ps(_mm256_set1_epi32(r), d4);
+            acc[r] = _mm256_fmadd_ps(d, fold16(sum), acc[r]);
         }
     }
     UNROLL for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
