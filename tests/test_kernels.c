@@ -475,6 +475,40 @@ static void test_kquant_tile(qt_isa isa, const ktype *t) {
     free(by.base);
 }
 
+/* The call a one-token decode makes: a tall run of rows (here 37: groups
+ * of four and a rest) of a 2048-wide weight, one column, rows a block
+ * apart more than their length; each output against the set's vec_dot. */
+static void test_kquant_tile_tall(qt_isa isa, const ktype *t) {
+    const qt_kernels *k = qt_isa_kernels(isa);
+    if (!k->vec_dot_tile[t->t])
+        return;
+    enum { ROWS = 37, NB = 8 };
+    const size_t size = qt_get(t->t)->type_size, xs = size * (NB + 1);
+    buf bx = buf_new(xs * ROWS, 2), by = buf_new(sizeof(qt_block_q8_K) * NB, 4);
+    char name[128];
+    for (int scenario = -1; scenario < ADV_COUNT; scenario++) {
+        snprintf(name, sizeof name, "%s/vec_dot_tile_%s_q8_k/tall/%s", set_names[isa], qt_get(t->t)->name,
+                 scenario < 0 ? "random" : adv_names[scenario]);
+        TEST_BEGIN(name);
+        for (int r = 0; r < ROWS; r++)
+            fill_kblocks(t, bx.p + xs * (size_t)r, NB, scenario);
+        fill_q8k((qt_block_q8_K *)by.p, NB, scenario);
+        float out[ROWS + 1];
+        out[ROWS] = -1234.5f;
+        k->vec_dot_tile[t->t](256 * NB, out, ROWS, bx.p, xs, ROWS, by.p, 0, 1);
+        for (int r = 0; r < ROWS; r++) {
+            float want = 0.0f;
+            k->vec_dot[t->t](256 * NB, &want, bx.p + xs * (size_t)r, by.p);
+            CHECK(same_float(out[r], want), "row %d: got %.9g (0x%08x), vec_dot %.9g (0x%08x)", r, out[r],
+                  qt_f32_bits(out[r]), want, qt_f32_bits(want));
+        }
+        CHECK(out[ROWS] == -1234.5f, "wrote past the last row");
+        TEST_END();
+    }
+    free(bx.base);
+    free(by.base);
+}
+
 /* ---- float dot products ------------------------------------------------ */
 
 typedef struct ftype {
@@ -916,6 +950,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof ktypes / sizeof ktypes[0]; i++) {
             test_kquant_dot((qt_isa)isa, &ktypes[i]);
             test_kquant_tile((qt_isa)isa, &ktypes[i]);
+            test_kquant_tile_tall((qt_isa)isa, &ktypes[i]);
         }
         for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
             test_float_dot((qt_isa)isa, &ftypes[i]);
