@@ -444,7 +444,10 @@ INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
         accm = _mm512_fnmadd_ps(_mm512_permutexvar_ps(pick_dmin, _mm512_castps256_ps512(dd)), _mm512_cvtepi32_ps(prod),
                                 accm);
         UNROLL for (int r = 0; r < 4; r++) {
-            const __m512i sb = _mm512_shuffle_i32x4(sm, sm, r * 0x55);
+            /* (a vector index, not vshufi32x4's immediate: r need not
+             * be a constant where the loop is not unrolled) */
+            const __m512i sb = _mm512_permutexvar_epi32(
+                _mm512_add_epi32(_mm512_set1_epi32(4 * r), _mm512_set4_epi32(3, 2, 1, 0)), sm);
             const __m512i q0 = load512(xb[r] + 16), q1 = load512(xb[r] + 80);
             const __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
             const __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
@@ -456,8 +459,10 @@ INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
             acc[r] = _mm256_fmadd_ps(d, fold16(sum), acc[r]);
         }
     }
+    float mins[16];
+    _mm512_storeu_ps(mins, accm);
     UNROLL for (int r = 0; r < 4; r++) {
-        __m128 m = _mm512_extractf32x4_ps(accm, r);
+        __m128 m = _mm_loadu_ps(mins + 4 * r);
         m = _mm_add_ps(m, _mm_movehl_ps(m, m));
         m = _mm_add_ss(m, _mm_movehdup_ps(m));
         s[r] = hsum_ps(acc[r]) + _mm_cvtss_f32(m);
