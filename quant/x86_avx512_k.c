@@ -206,6 +206,24 @@ INLINE __m256 fold16(__m512i v) {
     return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
 }
 
+/* Two rows' block sums folded to their 8 lanes each, [first | second],
+ * as floats: two cross-lane shuffles and one add and conversion for both
+ * rows, the same lane values as fold16's. */
+INLINE __m512 fold16x2(__m512i a, __m512i b) {
+    return _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_shuffle_i64x2(a, b, 0x44), _mm512_shuffle_i64x2(a, b, 0xee)));
+}
+
+/* d of rows a (lanes 0-7) and b (8-15), taken from lanes ia and ib of v. */
+INLINE __m512 pick2(__m256 v, int ia, int ib) {
+    return _mm512_permutexvar_ps(_mm512_inserti64x4(_mm512_set1_epi32(ia), _mm256_set1_epi32(ib), 1),
+                                 _mm512_castps256_ps512(v));
+}
+
+/* Row r's 8-lane chain out of a pair's accumulator. */
+INLINE __m256 pair_half(__m512 acc, int r) {
+    return r & 1 ? _mm512_extractf32x8_ps(acc, 1) : _mm512_castps512_ps256(acc);
+}
+
 /* Q6_K, R rows times one column (a one-token decode, where no block is
  * read twice, so nothing is gained by unpacking it once for several
  * columns).  Per block and row the integer work is the tile's: the same
@@ -222,8 +240,8 @@ INLINE void q6k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
     const __m512i down = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const __m512i ia0 = idx_lanes(0, 1, 2, 3), ib0 = idx_lanes(4, 5, 6, 7);
     const __m512i ia1 = idx_lanes(8, 9, 10, 11), ib1 = idx_lanes(12, 13, 14, 15);
-    __m256 acc[4];
-    UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    /* rows 2p and 2p + 1 (for R = 1, row 0 twice) share acc[p] */
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int i = 0; i < n / QK; i++) {
         const qt_block_q8_K *yb = &y[i];
         const __m512i y0 = load512(yb->qs), y1 = load512(yb->qs + 64);
@@ -238,6 +256,7 @@ INLINE void q6k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
         /* y_d times each row's d, lane r: vec_dot's products */
         const __m256 d4 = _mm256_castps128_ps256(_mm_mul_ps(
             _mm_set1_ps(yb->d), _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0))));
+        __m512i sums[4];
         UNROLL for (int r = 0; r < R; r++) {
             prefetch_block_l2(xb[r], sizeof *xb[r]);
             const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[r]->scales));
@@ -260,11 +279,14 @@ INLINE void q6k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
                 sum = madd_acc(sum, _mm512_maddubs_epi16(b, g ? y3 : y1), _mm512_permutexvar_epi16(g ? ib1 : ib0, sc),
                                vnni);
             }
-            const __m256 d = _mm256_permutexvar_ps(_mm256_set1_epi32(r), d4);
-            acc[r] = _mm256_fmadd_ps(d, fold16(sum), acc[r]);
+            sums[r] = sum;
+        }
+        UNROLL for (int p = 0; p < (R + 1) / 2; p++) {
+            const int b = 2 * p + 1 < R ? 2 * p + 1 : 2 * p;
+            acc[p] = _mm512_fmadd_ps(pick2(d4, 2 * p, b), fold16x2(sums[2 * p], sums[b]), acc[p]);
         }
     }
-    UNROLL for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
+    UNROLL for (int r = 0; r < R; r++) s[r] = hsum_ps(pair_half(acc[r / 2], r));
 }
 
 /* One column: rows four at a time (the rest one by one); more columns:
@@ -409,8 +431,7 @@ INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
     const __m512i sh4 = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
     const __m512i pick_dmin = _mm512_set_epi32(7, 7, 7, 7, 5, 5, 5, 5, 3, 3, 3, 3, 1, 1, 1, 1);
     const size_t bs = sizeof(qt_block_q4_K);
-    __m256 acc[4];
-    UNROLL for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}; /* rows 2p, 2p + 1 */
     __m512 accm = _mm512_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
         const qt_block_q8_K *yb = &y[i];
@@ -443,6 +464,7 @@ INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
         /* fnmadd: vec_dot's fma with -dmin, the same rounding */
         accm = _mm512_fnmadd_ps(_mm512_permutexvar_ps(pick_dmin, _mm512_castps256_ps512(dd)), _mm512_cvtepi32_ps(prod),
                                 accm);
+        __m512i sums[4];
         UNROLL for (int r = 0; r < 4; r++) {
             /* (a vector index, not vshufi32x4's immediate: r need not
              * be a constant where the loop is not unrolled) */
@@ -455,9 +477,10 @@ INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
             sum = madd_acc(sum, _mm512_maddubs_epi16(hi0, y1), _mm512_shuffle_epi8(sb, c1), vnni);
             sum = madd_acc(sum, _mm512_maddubs_epi16(lo1, y2), _mm512_shuffle_epi8(sb, c2), vnni);
             sum = madd_acc(sum, _mm512_maddubs_epi16(hi1, y3), _mm512_shuffle_epi8(sb, c3), vnni);
-            const __m256 d = _mm256_permutexvar_ps(_mm256_set1_epi32(2 * r), dd);
-            acc[r] = _mm256_fmadd_ps(d, fold16(sum), acc[r]);
+            sums[r] = sum;
         }
+        acc[0] = _mm512_fmadd_ps(pick2(dd, 0, 2), fold16x2(sums[0], sums[1]), acc[0]);
+        acc[1] = _mm512_fmadd_ps(pick2(dd, 4, 6), fold16x2(sums[2], sums[3]), acc[1]);
     }
     float mins[16];
     _mm512_storeu_ps(mins, accm);
@@ -465,7 +488,7 @@ INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
         __m128 m = _mm_loadu_ps(mins + 4 * r);
         m = _mm_add_ps(m, _mm_movehl_ps(m, m));
         m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        s[r] = hsum_ps(acc[r]) + _mm_cvtss_f32(m);
+        s[r] = hsum_ps(pair_half(acc[r / 2], r)) + _mm_cvtss_f32(m);
     }
 }
 
