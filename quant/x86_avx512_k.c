@@ -421,19 +421,20 @@ INLINE void q45k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
     }
 }
 
-/* Q4_K, four rows times one column: q45k_rows' work, except that the
+/* Q4_K or Q5_K, four rows times one column: q45k_rows' work, except that the
  * per-block scalars of the four rows are unpacked together, one row per
  * 128-bit lane: their 12 scale bytes as k4_sm does (a2 now comes from
  * vpshufd), their d and dmin in one vcvtph2ps, their mins times the pair
  * sums in one vpmaddwd and one FMA chain of 16 lanes, four per row, each
  * lane the same fnmadd of the same operands as q45k_rows'.  That is about
  * a third of q45k_rows' instructions per block and row. */
-INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int vnni) {
+INLINE void q45k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int vnni,
+                       const int Q5) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i c0 = word_pick(0, 2), c1 = word_pick(1, 3), c2 = word_pick(4, 6), c3 = word_pick(5, 7);
     const __m512i sh4 = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
     const __m512i pick_dmin = _mm512_set_epi32(7, 7, 7, 7, 5, 5, 5, 5, 3, 3, 3, 3, 1, 1, 1, 1);
-    const size_t bs = sizeof(qt_block_q4_K);
+    const size_t bs = Q5 ? sizeof(qt_block_q5_K) : sizeof(qt_block_q4_K), o_qs = Q5 ? 48 : 16;
     __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}; /* rows 2p, 2p + 1 */
     __m512 accm = _mm512_setzero_ps();
     for (int i = 0; i < n / QK; i++) {
@@ -463,7 +464,11 @@ INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
         const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(a2, sh4), _mm512_set1_epi8(0x0f)),
                                            _mm512_and_si512(_mm512_srli_epi32(a, 2), _mm512_set1_epi8(0x30)));
         const __m512i sm = _mm512_unpacklo_epi32(lo, hi);
-        const __m512i prod = _mm512_madd_epi16(_mm512_unpackhi_epi8(sm, _mm512_setzero_si512()), b32);
+        __m512i prod = _mm512_madd_epi16(_mm512_unpackhi_epi8(sm, _mm512_setzero_si512()), b32);
+        if (Q5) { /* summed per row, in every lane of its group */
+            prod = _mm512_add_epi32(prod, _mm512_shuffle_epi32(prod, (_MM_PERM_ENUM)0x4e));
+            prod = _mm512_add_epi32(prod, _mm512_shuffle_epi32(prod, (_MM_PERM_ENUM)0xb1));
+        }
         /* fnmadd: vec_dot's fma with -dmin, the same rounding */
         accm = _mm512_fnmadd_ps(_mm512_permutexvar_ps(pick_dmin, _mm512_castps256_ps512(dd)), _mm512_cvtepi32_ps(prod),
                                 accm);
@@ -473,9 +478,16 @@ INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
              * be a constant where the loop is not unrolled) */
             const __m512i sb = _mm512_permutexvar_epi32(
                 _mm512_add_epi32(_mm512_set1_epi32(4 * r), _mm512_set4_epi32(3, 2, 1, 0)), sm);
-            const __m512i q0 = load512(xb[r] + 16), q1 = load512(xb[r] + 80);
-            const __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
-            const __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            const __m512i q0 = load512(xb[r] + o_qs), q1 = load512(xb[r] + o_qs + 64);
+            __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
+            __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            if (Q5) {
+                const __m512i h = _mm512_broadcast_i64x4(load256(xb[r] + 16));
+                lo0 = add_bit5(lo0, h, 0, 2);
+                hi0 = add_bit5(hi0, h, 1, 3);
+                lo1 = add_bit5(lo1, h, 4, 6);
+                hi1 = add_bit5(hi1, h, 5, 7);
+            }
             __m512i sum = _mm512_madd_epi16(_mm512_maddubs_epi16(lo0, y0), _mm512_shuffle_epi8(sb, c0));
             sum = madd_acc(sum, _mm512_maddubs_epi16(hi0, y1), _mm512_shuffle_epi8(sb, c1), vnni);
             sum = madd_acc(sum, _mm512_maddubs_epi16(lo1, y2), _mm512_shuffle_epi8(sb, c2), vnni);
@@ -489,8 +501,10 @@ INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
     _mm512_storeu_ps(mins, accm);
     UNROLL for (int r = 0; r < 4; r++) {
         __m128 m = _mm_loadu_ps(mins + 4 * r);
-        m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        if (!Q5) {
+            m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+            m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        }
         s[r] = hsum_ps(pair_half(acc[r / 2], r)) + _mm_cvtss_f32(m);
     }
 }
@@ -498,14 +512,17 @@ INLINE void q4k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
 INLINE void q4k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
                      const int vnni) {
     if (R == 4)
-        q4k_rows4(n, s, x, xs, y, vnni);
+        q45k_rows4(n, s, x, xs, y, vnni, 0);
     else
         q45k_rows(n, s, x, xs, y, R, vnni, 0);
 }
 
 INLINE void q5k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
                      const int vnni) {
-    q45k_rows(n, s, x, xs, y, R, vnni, 1);
+    if (R == 4)
+        q45k_rows4(n, s, x, xs, y, vnni, 1);
+    else
+        q45k_rows(n, s, x, xs, y, R, vnni, 1);
 }
 
 /* R rows times one column, Q2_K. */
