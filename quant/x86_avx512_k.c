@@ -15,8 +15,9 @@
  * (quant/cpu.h); for one column (a one-token decode) it takes four rows
  * at a time like the tiles below, with the -32 offset folded into the
  * scale accumulator and, with VNNI, vpdpwssd.  Single thread, Sapphire
- * Rapids, 2048-wide rows: 1.2x the per-row kernel from L2, 1.25x
- * streaming from memory, where the L2 prefetch counts for half of it.
+ * Rapids, 2048-wide rows: 1.2x the per-row kernel from L2, and from DRAM
+ * 0.82 of a plain read's speed instead of 0.63 (the L2 prefetch,
+ * prefetch_block_l2, is a third of that gain).
  *
  * Only Q6_K gains: on a Sapphire Rapids core it ran 20% faster than
  * x86_avx2_k.c's kernel, while 512-bit Q4_K and Q5_K kernels written the
@@ -26,8 +27,9 @@
  * Their tiles, though, are here (Q2_K..Q5_K, each also with AVX512-VNNI):
  * bit-identical to those AVX2 dots, with the activation side of a block
  * done once for four rows, the scales unpacked by vector loads and masks
- * (Q4_K's for the four rows at once, one per 128-bit lane), and four
- * rows' chains in flight.  They are what a one-token decode in
+ * (Q4_K's and Q5_K's for the four rows at once, one per 128-bit lane:
+ * 1.25x from L2, and Q4_K from DRAM 0.83 of a plain read instead of
+ * 0.75), and four rows' chains in flight.  They are what a one-token decode in
  * vec_dot's order runs (ggml-lite/matmul.c): single thread, weights in L2,
  * Sapphire Rapids, 1.3x (Q4_K, Q5_K), 1.15x (Q2_K) and 1.5x (Q3_K) the
  * AVX2 dot's speed, Q4_K and Q2_K level with the repacked wide gemv
