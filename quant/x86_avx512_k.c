@@ -85,11 +85,25 @@ INLINE __m512i idx_lanes(int a, int b, int c, int d) {
                              d | d << 16, d | d << 16, d | d << 16, d | d << 16);
 }
 
+/* The 16 int32 lanes folded to the 8 of vec_dot's chain, as floats. */
+INLINE __m256 fold16(__m512i v) {
+    return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
+}
+
+/* acc + the int16 pairs of p times those of sc, summed by pairs: with
+ * AVX512-VNNI one vpdpwssd (exact: no pair sum here comes near 2^31). */
+INLINE __m512i madd_acc(__m512i acc, __m512i p, __m512i sc, const int vnni) {
+    if (!vnni) return _mm512_add_epi32(acc, _mm512_madd_epi16(p, sc));
+    __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(p), "v"(sc));
+    return acc;
+}
+
 /* One Q6_K block unpacked: per 128-element half, the quants of elements
  * 0-63 (a) and 64-127 (b), each next to its int16 scales (sa, sb) picked
  * per 16-element sub-block; the scales widened, and dx. */
 typedef struct q6k_unpacked {
     __m512i a[2], b[2], sa[2], sb[2];
+    __m512i off; /* -32·sc, in the low 256 bits (q6k_rows says why) */
     __m256i sc16;
     float dx;
 } q6k_unpacked;
@@ -106,6 +120,7 @@ INLINE void q6k_unpack(const qt_block_q6_K *x, q6k_unpacked *u) {
     u->dx = half(x->d);
     u->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
     const __m512i s = _mm512_castsi256_si512(u->sc16);
+    u->off = _mm512_zextsi256_si512(_mm256_mullo_epi16(u->sc16, _mm256_set1_epi16(-32)));
     UNROLL for (int h = 0; h < 2; h++) {
         const __m512i ql = load512(x->ql + 64 * h);
         const __m512i qh = _mm512_broadcast_i64x4(load256(x->qh + 32 * h));
@@ -131,6 +146,19 @@ INLINE __m256 q6k_fma(const q6k_unpacked *u, const qt_block_q8_K *y, __m256 acc)
     return fma_block16(d, sumi, _mm256_sub_epi32(_mm256_setzero_si256(), offset), acc);
 }
 
+/* The same for the tile, with the offset taken into the accumulator as
+ * in q6k_rows, and with VNNI vpdpwssd: the same 8 lanes, the same FMA. */
+INLINE __m256 q6k_fma_acc(const q6k_unpacked *u, const qt_block_q8_K *y, __m256 acc, const int vnni) {
+    const float d = y->d * u->dx;
+    __m512i sum = _mm512_madd_epi16(_mm512_zextsi256_si512(load256(y->bsums)), u->off);
+    UNROLL for (int h = 0; h < 2; h++) {
+        const int8_t *yq = y->qs + 128 * h;
+        sum = madd_acc(sum, _mm512_maddubs_epi16(u->a[h], load512(yq)), u->sa[h], vnni);
+        sum = madd_acc(sum, _mm512_maddubs_epi16(u->b[h], load512(yq + 64)), u->sb[h], vnni);
+    }
+    return _mm256_fmadd_ps(_mm256_set1_ps(d), fold16(sum), acc);
+}
+
 void qt_avx512_vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy) {
     const qt_block_q6_K *x = vx;
     const qt_block_q8_K *y = vy;
@@ -148,7 +176,7 @@ void qt_avx512_vec_dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy
  * stored): each block unpacked once for all of them, which is most of a
  * Q6_K dot's work, and C independent chains, each vec_dot's. */
 INLINE void q6k_tile_row(int n, float *s, size_t ldo, const qt_block_q6_K *x, const uint8_t *y, size_t ys, int nc,
-                         const int C) {
+                         const int C, const int vnni) {
     const qt_block_q8_K *yc[8];
     __m256 acc[8];
     UNROLL for (int c = 0; c < C; c++) {
@@ -156,30 +184,31 @@ INLINE void q6k_tile_row(int n, float *s, size_t ldo, const qt_block_q6_K *x, co
         acc[c] = _mm256_setzero_ps();
     }
     for (int i = 0; i < n / QK; i++) {
-        prefetch_block(&x[i], sizeof x[i]);
+        prefetch_block_l2(&x[i], sizeof x[i]);
         q6k_unpacked u;
         q6k_unpack(&x[i], &u);
         UNROLL for (int c = 0; c < C; c++)
-            acc[c] = q6k_fma(&u, &yc[c][i], acc[c]);
+            acc[c] = q6k_fma_acc(&u, &yc[c][i], acc[c], vnni);
     }
     UNROLL for (int c = 0; c < C && c < nc; c++)
         s[(size_t)c * ldo] = hsum_ps(acc[c]);
 }
 
 /* Columns in groups of 8, 4, 2 or 1 for one row. */
-INLINE void q6k_tile_cols(int n, float *s, size_t ldo, const qt_block_q6_K *xr, const void *y, size_t ys, int nc) {
+INLINE void q6k_tile_cols(int n, float *s, size_t ldo, const qt_block_q6_K *xr, const void *y, size_t ys, int nc,
+                          const int vnni) {
     for (int c = 0; c < nc;) {
         const int left = nc - c, C = left >= 5 ? 8 : left >= 3 ? 4 : left;
         float *o = s + (size_t)c * ldo;
         const uint8_t *yo = (const uint8_t *)y + ys * (size_t)c;
         if (C == 8)
-            q6k_tile_row(n, o, ldo, xr, yo, ys, left, 8);
+            q6k_tile_row(n, o, ldo, xr, yo, ys, left, 8, vnni);
         else if (C == 4)
-            q6k_tile_row(n, o, ldo, xr, yo, ys, left, 4);
+            q6k_tile_row(n, o, ldo, xr, yo, ys, left, 4, vnni);
         else if (C == 2)
-            q6k_tile_row(n, o, ldo, xr, yo, ys, left, 2);
+            q6k_tile_row(n, o, ldo, xr, yo, ys, left, 2, vnni);
         else
-            q6k_tile_row(n, o, ldo, xr, yo, ys, left, 1);
+            q6k_tile_row(n, o, ldo, xr, yo, ys, left, 1, vnni);
         c += C;
     }
 }
@@ -198,18 +227,6 @@ INLINE void q6k_tile_cols(int n, float *s, size_t ldo, const qt_block_q6_K *xr, 
  * vec_dot's in its order: bit-identical.  Columns beyond the first re-read
  * the rows from L1 (batches of 8+ tokens take other orders in matmul). */
 
-/* acc + the int16 pairs of p times those of sc, summed by pairs: with
- * AVX512-VNNI one vpdpwssd (exact: no pair sum here comes near 2^31). */
-INLINE __m512i madd_acc(__m512i acc, __m512i p, __m512i sc, const int vnni) {
-    if (!vnni) return _mm512_add_epi32(acc, _mm512_madd_epi16(p, sc));
-    __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(p), "v"(sc));
-    return acc;
-}
-
-/* The 16 int32 lanes folded to the 8 of vec_dot's chain, as floats. */
-INLINE __m256 fold16(__m512i v) {
-    return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
-}
 
 /* Two rows' block sums folded to their 8 lanes each, [first | second],
  * as floats: two cross-lane shuffles and one add and conversion for both
@@ -302,7 +319,7 @@ INLINE void q6k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
             const int g = nc > 1 ? 1 : nr - r >= 4 ? 4 : 1;                                                      \
             const uint8_t *xr = (const uint8_t *)x + xs * (size_t)r;                                             \
             if (nc > 1)                                                                                          \
-                q6k_tile_cols(n, s + r, ldo, (const qt_block_q6_K *)xr, y, ys, nc);                              \
+                q6k_tile_cols(n, s + r, ldo, (const qt_block_q6_K *)xr, y, ys, nc, VNNI);                              \
             else if (g == 4)                                                                                     \
                 q6k_rows(n, s + r, xr, xs, y, 4, VNNI);                                                          \
             else                                                                                                 \
