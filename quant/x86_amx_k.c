@@ -355,8 +355,19 @@ INLINE void block_floats(qt_type type, const wgroup *g, const uint8_t *blk, int3
     }
 }
 
-/* Rows per write-out: each column's results go out in runs this long. */
-#define OUT_ROWS 16
+/* The finished sums of column tile t (acc: one register per row, 16
+ * columns) out: transposed in registers so that each column's 16 rows are
+ * one masked store.  Done as each tile finishes, between the next tile's
+ * products, so the stores (one line per column, each a miss) drain while
+ * the tile unit works instead of in one burst per row group. */
+INLINE void write_tile(float *out, size_t out_stride, int col, int cols, int r0, int nr, const __m512 acc[ROWS])
+{
+    __m512 v[ROWS];
+    for (int i = 0; i < ROWS; i++) v[i] = acc[i];
+    qt_transpose16(v);
+    const __mmask16 m = (__mmask16)(nr == ROWS ? 0xffff : (1u << nr) - 1);
+    for (int c = 0; c < cols; c++) _mm512_mask_storeu_ps(out + (size_t)(col + c) * out_stride + r0, m, v[c]);
+}
 
 INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
                 float *out, size_t out_stride)
@@ -376,8 +387,6 @@ INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, 
         const int nc = ncols - c0 < pass_tiles * QT_TILE_COLS ? ncols - c0 : pass_tiles * QT_TILE_COLS;
         const int nt = (nc + QT_TILE_COLS - 1) / QT_TILE_COLS;
         const uint8_t *pass = (const uint8_t *)packed + (size_t)(c0 / QT_TILE_COLS) * tile_bytes;
-        /* results of OUT_ROWS rows per column, for qt_tiles_flush */
-        float res[PASS_TILES * QT_TILE_COLS][OUT_ROWS];
         for (int r0 = 0; r0 < nrows; r0 += ROWS) {
             const int nr = nrows - r0 < ROWS ? nrows - r0 : ROWS;
             for (int i = nr; i < ROWS; i++) zero_row(&g, i);
@@ -402,25 +411,22 @@ INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, 
                         build_row(type, x, &g, i);
                 }
                 const uint8_t *blk = pass + (size_t)b * BLOCK_BYTES;
-                for (int t = 0; t < nt; t++) {
-                    if (b == 0) /* this group's output lines, owned by the time they are written */
-                        for (int c = 0; c < QT_TILE_COLS && t * QT_TILE_COLS + c < nc; c++)
-                            __builtin_prefetch(out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0, 1, 3);
-                    block_sums(type, &g, blk + (size_t)t * tile_bytes, cs[t % 2]);
-                    if (t) block_floats(type, &g, blk + (size_t)(t - 1) * tile_bytes, cs[(t - 1) % 2], acc[t - 1], nr);
+                const bool last = b + 1 == nb;
+                for (int t = 0; t <= nt; t++) {
+                    if (t < nt) {
+                        if (b == 0) /* this group's output lines, owned by the time they are written */
+                            for (int c = 0; c < QT_TILE_COLS && t * QT_TILE_COLS + c < nc; c++)
+                                __builtin_prefetch(out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0, 1, 3);
+                        block_sums(type, &g, blk + (size_t)t * tile_bytes, cs[t % 2]);
+                    }
+                    if (t == 0) continue;
+                    block_floats(type, &g, blk + (size_t)(t - 1) * tile_bytes, cs[(t - 1) % 2], acc[t - 1], nr);
+                    if (last) {
+                        const int col = (t - 1) * QT_TILE_COLS;
+                        write_tile(out, out_stride, c0 + col, nc - col < QT_TILE_COLS ? nc - col : QT_TILE_COLS, r0,
+                                   nr, acc[t - 1]);
+                    }
                 }
-                block_floats(type, &g, blk + (size_t)(nt - 1) * tile_bytes, cs[(nt - 1) % 2], acc[nt - 1], nr);
-            }
-            for (int t = 0; t < nt; t++)
-                for (int i = 0; i < nr; i++) {
-                    float s[QT_TILE_COLS];
-                    _mm512_storeu_ps(s, acc[t][i]);
-                    for (int c = 0; c < QT_TILE_COLS; c++) res[t * QT_TILE_COLS + c][(r0 + i) % OUT_ROWS] = s[c];
-                }
-            const int r = r0 + nr;
-            if (r % OUT_ROWS == 0 || r == nrows) {
-                const int rs = (r - 1) / OUT_ROWS * OUT_ROWS;
-                qt_tiles_flush(out, out_stride, c0, nc, res[0], OUT_ROWS, rs, r - rs);
             }
         }
     }

@@ -22,4 +22,37 @@ static inline __attribute__((always_inline)) void qt_tiles_flush(float *out, siz
         }
 }
 
+/* 16 registers of 16 floats transposed in place: v[j] lane c -> v[c] lane
+ * j.  A kernel whose register i holds row i of 16 columns then has each
+ * column's 16 rows in one register, one store to the output. */
+static inline __attribute__((always_inline)) void qt_transpose16(__m512 v[16])
+{
+    __m512 t[16];
+#pragma GCC unroll 8
+    for (int j = 0; j < 16; j += 2) {
+        t[j] = _mm512_unpacklo_ps(v[j], v[j + 1]);
+        t[j + 1] = _mm512_unpackhi_ps(v[j], v[j + 1]);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 16; j += 4)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m512d lo = _mm512_castps_pd(t[j + h]), hi = _mm512_castps_pd(t[j + 2 + h]);
+            v[j + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
+            v[j + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+        }
+#pragma GCC unroll 2
+    for (int j = 0; j < 16; j += 8)
+#pragma GCC unroll 4
+        for (int h = 0; h < 4; h++) {
+            t[j + h] = _mm512_shuffle_f32x4(v[j + h], v[j + 4 + h], 0x88);
+            t[j + 4 + h] = _mm512_shuffle_f32x4(v[j + h], v[j + 4 + h], 0xdd);
+        }
+#pragma GCC unroll 8
+    for (int h = 0; h < 8; h++) {
+        v[h] = _mm512_shuffle_f32x4(t[h], t[8 + h], 0x88);
+        v[8 + h] = _mm512_shuffle_f32x4(t[h], t[8 + h], 0xdd);
+    }
+}
+
 #endif

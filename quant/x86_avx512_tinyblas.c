@@ -39,6 +39,7 @@
 
 #include "blocks.h"
 #include "tiles.h"
+#include "x86_avx512_tiles.h"
 
 #define INLINE static inline __attribute__((always_inline))
 #define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
@@ -137,37 +138,6 @@ ROWS_CHUNK_N(3)
 typedef void (*rows_chunk_fn)(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,
                               const float *tdy, __m512 acc[NR][8], bool first, const qt_block_q8_0 *const pf[NR]);
 
-/* 16 registers of 16 floats transposed in place: v[j] lane c -> v[c] lane j. */
-INLINE void transpose16(__m512 v[16])
-{
-    __m512 t[16];
-#pragma GCC unroll 8
-    for (int j = 0; j < 16; j += 2) {
-        t[j] = _mm512_unpacklo_ps(v[j], v[j + 1]);
-        t[j + 1] = _mm512_unpackhi_ps(v[j], v[j + 1]);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < 16; j += 4)
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            const __m512d lo = _mm512_castps_pd(t[j + h]), hi = _mm512_castps_pd(t[j + 2 + h]);
-            v[j + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
-            v[j + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
-        }
-#pragma GCC unroll 2
-    for (int j = 0; j < 16; j += 8)
-#pragma GCC unroll 4
-        for (int h = 0; h < 4; h++) {
-            t[j + h] = _mm512_shuffle_f32x4(v[j + h], v[j + 4 + h], 0x88);
-            t[j + 4 + h] = _mm512_shuffle_f32x4(v[j + h], v[j + 4 + h], 0xdd);
-        }
-#pragma GCC unroll 8
-    for (int h = 0; h < 8; h++) {
-        v[h] = _mm512_shuffle_f32x4(t[h], t[8 + h], 0x88);
-        v[8 + h] = _mm512_shuffle_f32x4(t[h], t[8 + h], 0xdd);
-    }
-}
-
 /* Rows [r0, r0 + n) of columns [c0, c0 + nc) from res[tile][row][column]:
  * 16 rows of a tile at a time, transposed so that each column's rows go
  * out in one masked store (the output's columns are out_stride apart). */
@@ -181,7 +151,7 @@ static void flush_rows(float *out, size_t out_stride, int c0, int nc, const floa
             __m512 v[16];
 #pragma GCC unroll 16
             for (int j = 0; j < 16; j++) v[j] = _mm512_load_ps(res[t][i + j]);
-            transpose16(v);
+            qt_transpose16(v);
             for (int c = 0; c < cols; c++)
                 _mm512_mask_storeu_ps(out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0 + i, m, v[c]);
         }
