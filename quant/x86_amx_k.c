@@ -334,9 +334,11 @@ INLINE void block_sums(qt_type type, const wgroup *g, const uint8_t *blk, int32_
     if (three) _tile_stored(T_CMIN, cs[2], 64);
 }
 
-/* The reference's float steps on those sums into acc[i], rows i < nr. */
+/* The reference's float steps on those sums into acc[i], rows i < nr;
+ * the first block adds to zeros (not to a zeroed array: clearing a pass's
+ * accumulators in memory cost a memset per row group). */
 INLINE void block_floats(qt_type type, const wgroup *g, const uint8_t *blk, int32_t cs[3][ROWS][16],
-                         __m512 acc[ROWS], int nr)
+                         __m512 acc[ROWS], int nr, bool first)
 {
     const bool two = type == QT_Q4_K || type == QT_Q5_K, mins = type == QT_Q2_K || two;
     const __m512 dy =
@@ -351,7 +353,7 @@ INLINE void block_floats(qt_type type, const wgroup *g, const uint8_t *blk, int3
         __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(g->d[i]));
         if (mins)
             r = _mm512_fmadd_ps(_mm512_set1_ps(g->neg_dmin[i]), _mm512_cvtepi32_ps(_mm512_load_si512(cs[2][i])), r);
-        acc[i] = _mm512_fmadd_ps(r, dy, acc[i]);
+        acc[i] = _mm512_fmadd_ps(r, dy, first ? _mm512_setzero_ps() : acc[i]);
     }
 }
 
@@ -363,7 +365,7 @@ INLINE void block_floats(qt_type type, const wgroup *g, const uint8_t *blk, int3
 INLINE void write_tile(float *out, size_t out_stride, int col, int cols, int r0, int nr, const __m512 acc[ROWS])
 {
     __m512 v[ROWS];
-    for (int i = 0; i < ROWS; i++) v[i] = acc[i];
+    for (int i = 0; i < ROWS; i++) v[i] = i < nr ? acc[i] : _mm512_setzero_ps(); /* rows past nr: never summed */
     qt_transpose16(v);
     const __mmask16 m = (__mmask16)(nr == ROWS ? 0xffff : (1u << nr) - 1);
     for (int c = 0; c < cols; c++) _mm512_mask_storeu_ps(out + (size_t)(col + c) * out_stride + r0, m, v[c]);
@@ -391,8 +393,6 @@ INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, 
             const int nr = nrows - r0 < ROWS ? nrows - r0 : ROWS;
             for (int i = nr; i < ROWS; i++) zero_row(&g, i);
             __m512 acc[PASS_TILES][ROWS];
-            for (int t = 0; t < nt; t++)
-                for (int i = 0; i < ROWS; i++) acc[t][i] = _mm512_setzero_ps();
             for (int b = 0; b < nb; b++) {
                 /* the next block of these rows (after the last, the next
                  * group's first): rows of a few blocks are streams too
@@ -420,7 +420,7 @@ INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, 
                         block_sums(type, &g, blk + (size_t)t * tile_bytes, cs[t % 2]);
                     }
                     if (t == 0) continue;
-                    block_floats(type, &g, blk + (size_t)(t - 1) * tile_bytes, cs[(t - 1) % 2], acc[t - 1], nr);
+                    block_floats(type, &g, blk + (size_t)(t - 1) * tile_bytes, cs[(t - 1) % 2], acc[t - 1], nr, b == 0);
                     if (last) {
                         const int col = (t - 1) * QT_TILE_COLS;
                         write_tile(out, out_stride, c0 + col, nc - col < QT_TILE_COLS ? nc - col : QT_TILE_COLS, r0,
