@@ -94,20 +94,26 @@ static void matmul_wide_one(const qt_rp_wide *wide, const gl_tensor *w, const ui
  * ne[0]) pool their runs, so one packing serves them all. */
 #define TB_PASS (8 * QT_TILE_COLS)
 #define TB_ROWS 32
-static void matmul_tiles(const qt_tiles *tiles, int n_w, const gl_tensor *const w[], const void *xq, size_t xq_row,
-                         float *const y[], int n_tokens)
+/* x: the float activations where the set packs from them (pack_f32; xq
+ * is then the scratch, unused), else NULL and xq the quantized rows. */
+static void matmul_tiles_x(const qt_tiles *tiles, int n_w, const gl_tensor *const w[], const float *x, const void *xq,
+                           size_t xq_row, float *const y[], int n_tokens)
 {
     const int64_t n_in = w[0]->ne[0];
     const int pass_cols = tiles->pass_cols ? tiles->pass_cols : TB_PASS;
     int64_t runs = 0;
     for (int i = 0; i < n_w; i++) runs += (w[i]->ne[1] + TB_ROWS - 1) / TB_ROWS;
-    uint8_t *packed = (uint8_t *)xq + xq_row * (size_t)n_tokens;
+    uint8_t *packed = (uint8_t *)xq + (x ? 0 : xq_row * (size_t)n_tokens);
     packed += (64 - (uintptr_t)packed % 64) % 64;
     const int n_tiles = (n_tokens + QT_TILE_COLS - 1) / QT_TILE_COLS;
     #pragma omp parallel
     {
         #pragma omp for schedule(static)
-        for (int t = 0; t < n_tiles; t++) tiles->pack((int)n_in, xq, xq_row, n_tokens, t, packed);
+        for (int t = 0; t < n_tiles; t++)
+            if (x)
+                tiles->pack_f32((int)n_in, x, n_tokens, t, packed);
+            else
+                tiles->pack((int)n_in, xq, xq_row, n_tokens, t, packed);
         for (int c0 = 0; c0 < n_tokens; c0 += pass_cols) {
             const int nc = n_tokens - c0 < pass_cols ? n_tokens - c0 : pass_cols;
             const uint8_t *pass = packed + tiles->pack_size((int)n_in, c0);
@@ -123,6 +129,12 @@ static void matmul_tiles(const qt_tiles *tiles, int n_w, const gl_tensor *const 
             }
         }
     }
+}
+
+static void matmul_tiles(const qt_tiles *tiles, int n_w, const gl_tensor *const w[], const void *xq, size_t xq_row,
+                         float *const y[], int n_tokens)
+{
+    matmul_tiles_x(tiles, n_w, w, NULL, xq, xq_row, y, n_tokens);
 }
 
 /* Rows per unit of work in the vec_dot paths: few enough to keep a static
@@ -230,6 +242,11 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
     if (!tr || !tr->vec_dot) return -1;
     const int64_t n_in = w->ne[0], n_out = w->ne[1];
     const qt_traits *act = qt_get(tr->vec_dot_type);
+    const qt_tiles *tiles = each ? NULL : qt_tiles_for(w->type, n_out, n_tokens);
+    if (tiles && tiles->pack_f32) { /* quantized as it is packed */
+        matmul_tiles_x(tiles, 1, &w, x, scratch, 0, &y, n_tokens);
+        return 0;
+    }
     const void *xq = x;
     size_t xq_row = (size_t)n_in * sizeof(float);
     if (tr->vec_dot_type != QT_F32) {
@@ -243,7 +260,6 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
      * orders, many outputs at a time (quant/tiles.h); with AMX also the
      * K-quants llama.cpp repacks, in the tiled order (quant/tiles.h says
      * why). */
-    const qt_tiles *tiles = each ? NULL : qt_tiles_for(w->type, n_out, n_tokens);
     if (tiles) {
         matmul_tiles(tiles, 1, &w, xq, xq_row, &y, n_tokens);
         return 0;
@@ -349,6 +365,10 @@ int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float 
     if (!quantize) {
         for (int i = 0; i < n_w; i++)
             if (gl_matmul(w[i], x, y[i], n_tokens, scratch)) return -1;
+        return 0;
+    }
+    if (tiles->pack_f32) {
+        matmul_tiles_x(tiles, n_w, w, x, scratch, 0, y, n_tokens);
         return 0;
     }
     const int64_t n_in = w[0]->ne[0];

@@ -55,6 +55,10 @@ typedef struct qt_tiles {
     /* columns per pass of the caller's loop (0: its default); a pass's
      * packed columns should stay in L2 while a thread's rows go by */
     int pass_cols;
+    /* pack, but from the float activations (rows of n floats), quantized
+     * as the activation type's quantize_act does: the same bytes without
+     * writing and re-reading the quantized rows; NULL: quantize, then pack */
+    void (*pack_f32)(int n, const float *x, int ncols, int tile, void *packed);
 } qt_tiles;
 
 /* The tile kernels for a matmul with weights of `type`, `rows` rows and
@@ -105,6 +109,7 @@ void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, i
  * set (quant/x86_amx_k.c). */
 const qt_tiles *qt_tiles_amx(qt_type type);
 bool qt_amx_tiled_has(qt_type type);
+void qt_amx_pack_q8_K_f32(int n, const float *x, int ncols, int tile, void *packed);
 void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
                   float *out, size_t out_stride);
 #endif

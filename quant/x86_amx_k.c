@@ -28,12 +28,14 @@
  * bits whatever the other columns of the call. */
 #if defined(__x86_64__)
 
+#include <float.h>
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "blocks.h"
 #include "fp16.h"
+#include "ref.h"
 #include "tiled.h"
 #include "tiles.h"
 #include "x86_avx512_tiles.h"
@@ -444,6 +446,86 @@ RUN_TYPE(run_q4_K, QT_Q4_K)
 RUN_TYPE(run_q5_K, QT_Q5_K)
 RUN_TYPE(run_q6_K, QT_Q6_K)
 #undef RUN_TYPE
+
+/* ---- activations: quantized straight into the packed tiles ------------- */
+
+/* One column's 256 floats as qt_quantize_act_q8_K quantizes them: the
+ * signed value of the first largest magnitude sets iscale = -127/max, each
+ * byte is x·iscale rounded to nearest even (vcvtps2dq in the default mode,
+ * as ggml's nearest_int), d = 1/iscale.  Blocks with a NaN or an infinity,
+ * all zeros, or a scale that overflows take the reference itself. */
+static void quantize_q8_K_block(const float *x, int8_t qs[QT_QK_K], float *d)
+{
+    __m512 v[16], m[4];
+    __mmask16 bad = 0;
+    for (int k = 0; k < 16; k++) {
+        v[k] = _mm512_loadu_ps(x + 16 * k);
+        const __m512 a = _mm512_abs_ps(v[k]);
+        bad |= _mm512_cmp_ps_mask(a, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ);
+        m[k % 4] = k < 4 ? a : _mm512_max_ps(m[k % 4], a);
+    }
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
+    float max = amax;
+    for (int k = 0; k < 16; k++) {
+        const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(v[k]), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+        if (hit) {
+            max = x[16 * k + __builtin_ctz(hit)];
+            break;
+        }
+    }
+    const float iscale = -127.f / max;
+    if (bad || amax == 0.0f || !(iscale >= -FLT_MAX && iscale <= FLT_MAX)) {
+        qt_block_q8_K ref;
+        qt_quantize_act_q8_K(x, &ref, QT_QK_K);
+        memcpy(qs, ref.qs, QT_QK_K);
+        *d = ref.d;
+        return;
+    }
+    const __m512 vs = _mm512_set1_ps(iscale);
+    for (int k = 0; k < 16; k++)
+        _mm_store_si128((__m128i *)(qs + 16 * k), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v[k], vs))));
+    *d = 1 / iscale;
+}
+
+void qt_amx_pack_q8_K_f32(int n, const float *x, int ncols, int tile, void *packed)
+{
+    const int nb = n / QT_QK_K, c0 = tile * QT_TILE_COLS;
+    const int cols = ncols - c0 < QT_TILE_COLS ? ncols - c0 : QT_TILE_COLS;
+    uint8_t *base = (uint8_t *)packed + (size_t)tile * nb * BLOCK_BYTES;
+    /* the tile's columns quantized, one block at a time; padding columns
+     * stay zero (the layout's zero activations) */
+    _Alignas(64) int8_t q[QT_TILE_COLS][QT_QK_K];
+    _Alignas(64) float d[QT_TILE_COLS];
+    memset(q, 0, sizeof q);
+    memset(d, 0, sizeof d);
+    const __m512i ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1);
+    for (int b = 0; b < nb; b++) {
+        for (int c = 0; c < cols; c++)
+            quantize_q8_K_block(x + (size_t)(c0 + c) * n + (size_t)b * QT_QK_K, q[c], &d[c]);
+        int8_t *qs = (int8_t *)(base + (size_t)b * BLOCK_BYTES);
+        int32_t *bs = (int32_t *)(qs + QT_TILE_COLS * QT_QK_K); /* int16 pairs 2j, 2j+1 per column */
+        __m512i sums[QT_QK_K / 16];
+        for (int g0 = 0; g0 < QT_QK_K / 4; g0 += 16) {
+            /* 4-byte groups g0..g0+15 of the 16 columns, turned so that
+             * each register holds one group of every column */
+            __m512 v[16];
+            for (int c = 0; c < QT_TILE_COLS; c++) v[c] = _mm512_load_ps((const float *)(q[c] + 4 * g0));
+            qt_transpose16(v);
+            for (int j = 0; j < 16; j++) _mm512_storeu_ps((float *)(qs + 64 * (g0 + j)), v[j]);
+            /* bsum of 16 elements = its 4 groups' byte sums, per column */
+            for (int s = 0; s < 4; s++) {
+                __m512i t = _mm512_setzero_si512();
+                for (int j = 4 * s; j < 4 * s + 4; j++)
+                    t = _mm512_add_epi32(t, _mm512_madd_epi16(_mm512_maddubs_epi16(ones8, _mm512_castps_si512(v[j])), ones16));
+                sums[g0 / 4 + s] = t;
+            }
+        }
+        for (int j = 0; j < QT_QK_K / 32; j++)
+            _mm512_storeu_si512(bs + 16 * j, _mm512_or_si512(_mm512_and_si512(sums[2 * j], _mm512_set1_epi32(0xffff)),
+                                                             _mm512_slli_epi32(sums[2 * j + 1], 16)));
+        _mm512_storeu_ps((float *)(bs + 16 * (QT_QK_K / 32)), _mm512_load_ps(d));
+    }
+}
 
 bool qt_amx_tiled_has(qt_type type)
 {
