@@ -21,7 +21,11 @@
  *   multiple of its 16, and the adversarial blocks above (the extremes
  *   include Q3_K's (q - 4)·sc = 128 corner and the largest scale·quant
  *   products); a column gives the same bits alone and among 40; and
- *   gl_matmul gives those bits for the batches routed to it. */
+ *   gl_matmul gives those bits for the batches routed to it.  Its packer
+ *   from float activations writes the bytes of the reference Q8_K
+ *   quantizer followed by the portable packer, for blocks with NaN,
+ *   infinities, zeros, ties, subnormal and huge magnitudes, and a largest
+ *   magnitude of either sign anywhere in the block. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -235,6 +239,52 @@ static void test_amx(qt_type type) {
     }
 }
 
+/* A block of 256 floats for the packer test: scenario k. */
+static void fill_act_block(float *x, int k) {
+    const int at = rng_below(QT_QK_K);
+    for (int j = 0; j < QT_QK_K; j++) x[j] = (float)((int)(rng_next() % 20001) - 10000) * 1e-3f;
+    switch (k % 9) {
+    case 0: break;                                              /* random */
+    case 1: memset(x, 0, sizeof(float) * QT_QK_K); break;      /* all zero: d = 0 */
+    case 2: x[at] = NAN; break;                                 /* reference path */
+    case 3: x[at] = rng_below(2) ? INFINITY : -INFINITY; break;
+    case 4: for (int j = 0; j < QT_QK_K; j++) x[j] *= 1e-42f; break; /* subnormal: iscale overflows */
+    case 5: for (int j = 0; j < QT_QK_K; j++) x[j] *= 3e34f; break;  /* huge, finite */
+    case 6: /* max 127: iscale -1, halves are ties (to even) */
+        for (int j = 0; j < QT_QK_K; j++) x[j] = (float)((int)(rng_next() % 253) - 126) + 0.5f;
+        x[at] = 127.0f;
+        break;
+    case 7: /* the same magnitude with both signs: the first one sets the sign */
+        x[at] = 12.0f;
+        x[(at + 1 + rng_below(QT_QK_K - 1)) % QT_QK_K] = -12.0f;
+        break;
+    default: x[at] = -x[at] * 50; break;                        /* one outlier */
+    }
+}
+
+static void test_amx_pack_f32(void) {
+    const qt_tiles *tiles = qt_tiles_amx(QT_Q4_K);
+    TEST_BEGIN("amx/pack_f32_q8_K");
+    static const int shapes[][2] = {{1, 1}, {1, 16}, {2, 5}, {4, 17}, {3, 40}, {8, 33}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int nb = shapes[i][0], cols = shapes[i][1], n = nb * QT_QK_K, tiles_n = (cols + QT_TILE_COLS - 1) / QT_TILE_COLS;
+        float *x = test_xmalloc(sizeof(float) * (size_t)n * cols);
+        qt_block_q8_K *xq = test_xmalloc(sizeof *xq * (size_t)nb * cols);
+        for (int b = 0; b < nb * cols; b++) fill_act_block(x + (size_t)b * QT_QK_K, b + (int)i);
+        for (int c = 0; c < cols; c++) qt_quantize_act_q8_K(x + (size_t)c * n, xq + (size_t)c * nb, n);
+        const size_t bytes = tiles->pack_size(n, cols);
+        uint8_t *want = test_xmalloc(bytes), *got = test_xmalloc(bytes);
+        memset(got, 0x5a, bytes);
+        for (int t = 0; t < tiles_n; t++) {
+            tiles->pack(n, xq, sizeof *xq * (size_t)nb, cols, t, want);
+            tiles->pack_f32(n, x, cols, t, got);
+        }
+        CHECK(memcmp(want, got, bytes) == 0, "nb %d cols %d: packed from floats differs from quantize + pack", nb, cols);
+        free(x), free(xq), free(want), free(got);
+    }
+    TEST_END();
+}
+
 /* A column's outputs alone and inside a 40-column call, bit for bit. */
 static void test_amx_columns_independent(qt_type type) {
     char name[96];
@@ -380,6 +430,7 @@ int main(void) {
             test_amx(types[i]);
             test_amx_columns_independent(types[i]);
         }
+        test_amx_pack_f32();
         if (qt_amx_active()) {
             for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
                 test_matmul_amx(types[i], 36);
