@@ -79,7 +79,8 @@ static void q8_K_pack(int n, const void *y, size_t y_stride, int ncols, int tile
 #if defined(__x86_64__)
 const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
 {
-    static const qt_tiles q8_0 = {q8_0_pack_size, qt_avx512_vnni_tb_pack_q8_0, qt_avx512_vnni_tb_q8_0, 0, NULL};
+    static const qt_tiles q8_0 = {q8_0_pack_size, qt_avx512_vnni_tb_pack_q8_0, qt_avx512_vnni_tb_q8_0, 0,
+                                   qt_avx512_vnni_tb_pack_q8_0_f32};
     static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_avx512_vnni_tiled, 0, NULL};
     switch (type) {
     case QT_Q8_0: return &q8_0;

@@ -33,11 +33,14 @@
  * masked store per column. */
 #if defined(__x86_64__)
 
+#include <float.h>
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "blocks.h"
+#include "fp16.h"
+#include "ref.h"
 #include "tiles.h"
 #include "x86_avx512_tiles.h"
 
@@ -243,6 +246,60 @@ void qt_avx512_vnni_tb_pack_q8_0(int n, const void *y, size_t y_stride, int ncol
         /* the f16 d and the first two quants: keep the d */
         const __m512i dh = _mm512_and_si512(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, blk, 1), lo16);
         _mm512_storeu_ps(d + (size_t)b * QT_TILE_COLS, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dh)));
+    }
+}
+
+/* One column's block of 32 floats as the activation quantizer
+ * (quantize_act) makes it: d = amax/127 as f16, bytes x·(127/amax) rounded
+ * to nearest even and saturated; blocks with a NaN or an infinity, or a
+ * scale that overflows, through the reference itself.  Returns d as the
+ * packed float (the f16 widened). */
+static float quantize_q8_0_block(const float *x, int8_t qs[QT_QK8_0])
+{
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const __m512 a0 = _mm512_abs_ps(v0), a1 = _mm512_abs_ps(v1), big = _mm512_set1_ps(FLT_MAX);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+    const float d = amax / 127, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    if ((_mm512_cmp_ps_mask(a0, big, _CMP_NLE_UQ) | _mm512_cmp_ps_mask(a1, big, _CMP_NLE_UQ)) || id > FLT_MAX) {
+        qt_block_q8_0 ref;
+        qt_quantize_act_q8_0(x, &ref, QT_QK8_0);
+        memcpy(qs, ref.qs, QT_QK8_0);
+        return qt_f16_to_f32(ref.d);
+    }
+    const __m512 vid = _mm512_set1_ps(id);
+    _mm_store_si128((__m128i *)qs, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid))));
+    _mm_store_si128((__m128i *)(qs + 16), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid))));
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(d), _MM_FROUND_TO_NEAREST_INT)));
+}
+
+/* The packed tile straight from float activations (rows of n floats):
+ * the bytes quantize_act followed by the packer give, without writing and
+ * re-reading the quantized rows.  Two blocks at a time: a column's 64
+ * bytes are 16 groups, turned in registers into 16 rows of the layout. */
+void qt_avx512_vnni_tb_pack_q8_0_f32(int n, const float *x, int ncols, int tile, void *packed)
+{
+    const int nb = n / QT_QK8_0, c0 = tile * QT_TILE_COLS;
+    const int cols = ncols - c0 < QT_TILE_COLS ? ncols - c0 : QT_TILE_COLS;
+    uint8_t *qs = (uint8_t *)packed + (size_t)tile * nb * (QT_TILE_COLS * QT_QK8_0 + QT_TILE_COLS * sizeof(float));
+    float *d = (float *)(qs + (size_t)nb * QT_TILE_COLS * QT_QK8_0);
+    /* padding columns: zero bytes (0x80 packed) and d = 0 */
+    _Alignas(64) int8_t q[QT_TILE_COLS][2 * QT_QK8_0];
+    _Alignas(64) float dq[2][QT_TILE_COLS];
+    memset(q, 0, sizeof q);
+    memset(dq, 0, sizeof dq);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    for (int b = 0; b < nb; b += 2) {
+        const int two = b + 1 < nb;
+        for (int c = 0; c < cols; c++)
+            for (int h = 0; h <= two; h++)
+                dq[h][c] = quantize_q8_0_block(x + (size_t)(c0 + c) * n + (size_t)(b + h) * QT_QK8_0, q[c] + h * QT_QK8_0);
+        __m512 v[16];
+        for (int c = 0; c < QT_TILE_COLS; c++) v[c] = _mm512_load_ps((const float *)q[c]);
+        qt_transpose16(v);
+        uint8_t *dst = qs + (size_t)b * QT_TILE_COLS * QT_QK8_0;
+        for (int g = 0; g < 8 + 8 * two; g++)
+            _mm512_storeu_si512(dst + 64 * g, _mm512_xor_si512(_mm512_castps_si512(v[g]), flip));
+        for (int h = 0; h <= two; h++) _mm512_storeu_ps(d + (size_t)(b + h) * QT_TILE_COLS, _mm512_load_ps(dq[h]));
     }
 }
 

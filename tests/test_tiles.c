@@ -239,24 +239,24 @@ static void test_amx(qt_type type) {
     }
 }
 
-/* A block of 256 floats for the packer test: scenario k. */
-static void fill_act_block(float *x, int k) {
-    const int at = rng_below(QT_QK_K);
-    for (int j = 0; j < QT_QK_K; j++) x[j] = (float)((int)(rng_next() % 20001) - 10000) * 1e-3f;
+/* A block of `len` floats for the packer tests: scenario k. */
+static void fill_act_block(float *x, int len, int k) {
+    const int at = rng_below(len);
+    for (int j = 0; j < len; j++) x[j] = (float)((int)(rng_next() % 20001) - 10000) * 1e-3f;
     switch (k % 9) {
     case 0: break;                                              /* random */
-    case 1: memset(x, 0, sizeof(float) * QT_QK_K); break;      /* all zero: d = 0 */
+    case 1: memset(x, 0, sizeof(float) * len); break;      /* all zero: d = 0 */
     case 2: x[at] = NAN; break;                                 /* reference path */
     case 3: x[at] = rng_below(2) ? INFINITY : -INFINITY; break;
-    case 4: for (int j = 0; j < QT_QK_K; j++) x[j] *= 1e-42f; break; /* subnormal: iscale overflows */
-    case 5: for (int j = 0; j < QT_QK_K; j++) x[j] *= 3e34f; break;  /* huge, finite */
+    case 4: for (int j = 0; j < len; j++) x[j] *= 1e-42f; break; /* subnormal: iscale overflows */
+    case 5: for (int j = 0; j < len; j++) x[j] *= 3e34f; break;  /* huge, finite */
     case 6: /* max 127: iscale -1, halves are ties (to even) */
-        for (int j = 0; j < QT_QK_K; j++) x[j] = (float)((int)(rng_next() % 253) - 126) + 0.5f;
+        for (int j = 0; j < len; j++) x[j] = (float)((int)(rng_next() % 253) - 126) + 0.5f;
         x[at] = 127.0f;
         break;
     case 7: /* the same magnitude with both signs: the first one sets the sign */
         x[at] = 12.0f;
-        x[(at + 1 + rng_below(QT_QK_K - 1)) % QT_QK_K] = -12.0f;
+        x[(at + 1 + rng_below(len - 1)) % len] = -12.0f;
         break;
     default: x[at] = -x[at] * 50; break;                        /* one outlier */
     }
@@ -270,7 +270,7 @@ static void test_amx_pack_f32(void) {
         const int nb = shapes[i][0], cols = shapes[i][1], n = nb * QT_QK_K, tiles_n = (cols + QT_TILE_COLS - 1) / QT_TILE_COLS;
         float *x = test_xmalloc(sizeof(float) * (size_t)n * cols);
         qt_block_q8_K *xq = test_xmalloc(sizeof *xq * (size_t)nb * cols);
-        for (int b = 0; b < nb * cols; b++) fill_act_block(x + (size_t)b * QT_QK_K, b + (int)i);
+        for (int b = 0; b < nb * cols; b++) fill_act_block(x + (size_t)b * QT_QK_K, QT_QK_K, b + (int)i);
         for (int c = 0; c < cols; c++) qt_quantize_act_q8_K(x + (size_t)c * n, xq + (size_t)c * nb, n);
         const size_t bytes = tiles->pack_size(n, cols);
         uint8_t *want = test_xmalloc(bytes), *got = test_xmalloc(bytes);
@@ -280,6 +280,32 @@ static void test_amx_pack_f32(void) {
             tiles->pack_f32(n, x, cols, t, got);
         }
         CHECK(memcmp(want, got, bytes) == 0, "nb %d cols %d: packed from floats differs from quantize + pack", nb, cols);
+        free(x), free(xq), free(want), free(got);
+    }
+    TEST_END();
+}
+
+/* The Q8_0 set's packer from float activations against quantize_act +
+ * the portable packer, odd and even block counts, partial tiles. */
+static void test_pack_f32_q8_0(void) {
+    const qt_tiles *tiles = qt_tiles_avx512_vnni(QT_Q8_0);
+    TEST_BEGIN("avx512-vnni/pack_f32_q8_0");
+    static const int shapes[][2] = {{1, 1}, {1, 16}, {2, 5}, {3, 17}, {4, 40}, {9, 33}, {64, 20}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int nb = shapes[i][0], cols = shapes[i][1], n = nb * QT_QK8_0, tiles_n = (cols + QT_TILE_COLS - 1) / QT_TILE_COLS;
+        float *x = test_xmalloc(sizeof(float) * (size_t)n * cols);
+        qt_block_q8_0 *xq = test_xmalloc(sizeof *xq * (size_t)nb * cols);
+        for (int b = 0; b < nb * cols; b++) fill_act_block(x + (size_t)b * QT_QK8_0, QT_QK8_0, b + (int)i);
+        for (int c = 0; c < cols; c++) qt_quantize_act_q8_0(x + (size_t)c * n, xq + (size_t)c * nb, n);
+        const size_t bytes = tiles->pack_size(n, cols);
+        uint8_t *want = test_xmalloc(bytes), *got = test_xmalloc(bytes);
+        memset(got, 0x5a, bytes);
+        for (int t = 0; t < tiles_n; t++) {
+            qt_tiles_pack_q8_0_ref(n, xq, sizeof *xq * (size_t)nb, cols, t, want);
+            tiles->pack_f32(n, x, cols, t, got);
+        }
+        CHECK(memcmp(want, got, bytes) == 0, "nb %d cols %d: packed from floats differs from quantize_act + pack", nb,
+              cols);
         free(x), free(xq), free(want), free(got);
     }
     TEST_END();
@@ -421,6 +447,7 @@ int main(void) {
         const qt_type types[] = {QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
             test_kernel("avx512-vnni", types[i], qt_tiles_avx512_vnni(types[i]));
+        test_pack_f32_q8_0();
     } else {
         printf("SKIP avx512-vnni/tiles: CPU lacks AVX512-VNNI\n");
     }
