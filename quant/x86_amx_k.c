@@ -416,9 +416,13 @@ INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, 
                 const bool last = b + 1 == nb;
                 for (int t = 0; t <= nt; t++) {
                     if (t < nt) {
-                        if (b == 0) /* this group's output lines, owned by the time they are written */
-                            for (int c = 0; c < QT_TILE_COLS && t * QT_TILE_COLS + c < nc; c++)
-                                __builtin_prefetch(out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0, 1, 3);
+                        /* this group's output lines, owned by the time the
+                         * last block writes them: a few per block (a burst
+                         * for every column at once stalled on the fill
+                         * buffers) */
+                        for (int c = b * QT_TILE_COLS / nb; c < (b + 1) * QT_TILE_COLS / nb && t * QT_TILE_COLS + c < nc;
+                             c++)
+                            __builtin_prefetch(out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0, 1, 3);
                         block_sums(type, &g, blk + (size_t)t * tile_bytes, cs[t % 2]);
                     }
                     if (t == 0) continue;

@@ -45,6 +45,11 @@ struct qlm_ctx {
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
+/* The activation buffers on cache-line boundaries: malloc's large blocks
+ * start 16 bytes into a page, so every 64-byte vector load and store of
+ * the kernels (the tile kernels' output rows above all) split two lines. */
+static void *alloc64(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }
+
 int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_err *err)
 {
     *out = NULL;
@@ -79,23 +84,23 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     for (int l = 0; l < hp->n_layer; l++)
         mm = max_sz(mm, 64 + gl_matmul_scratch(&m->layers[l].w_gate, (int)T) +
                             gl_matmul_scratch(&m->layers[l].w_down, (int)T));
-    c->x = malloc(T * E * sizeof(float));
-    c->xn = malloc(T * max_sz(E, QD) * sizeof(float));
-    c->q = malloc(T * QD * sizeof(float));
-    c->k = malloc(T * KD * sizeof(float));
-    c->v = malloc(T * KD * sizeof(float));
-    c->att = malloc(T * QD * sizeof(float));
-    c->g = malloc(T * F * sizeof(float));
-    c->u = malloc(T * F * sizeof(float));
+    c->x = alloc64(T * E * sizeof(float));
+    c->xn = alloc64(T * max_sz(E, QD) * sizeof(float));
+    c->q = alloc64(T * QD * sizeof(float));
+    c->k = alloc64(T * KD * sizeof(float));
+    c->v = alloc64(T * KD * sizeof(float));
+    c->att = alloc64(T * QD * sizeof(float));
+    c->g = alloc64(T * F * sizeof(float));
+    c->u = alloc64(T * F * sizeof(float));
     const size_t NT = (size_t)c->n_threads, win = (size_t)(n_ctx + 255) / 256 * 256;
     const size_t group = (size_t)(hp->n_head_kv > 0 ? hp->n_head / hp->n_head_kv : 1);
-    c->scores = malloc(NT * (group > 1 ? group : 1) * win * sizeof(float));
+    c->scores = alloc64(NT * (group > 1 ? group : 1) * win * sizeof(float));
     c->vis = malloc(NT * n_ctx * sizeof(int32_t));
     c->vis_tok = malloc(3 * NT * sizeof(int));
     c->q8 = malloc(NT * hp->head_dim);
     c->krow = malloc(NT * KD * sizeof(float));
     c->vrows = c->kv.type_v == QLM_KV_F32 ? malloc(NT * n_ctx * hp->head_dim * sizeof(float)) : malloc(1);
-    c->mm = malloc(mm ? mm : 1);
+    c->mm = alloc64(mm ? mm : 1);
     c->cells = malloc(T * sizeof(int));
     c->tiled = malloc(T);
     if (!c->tiled || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
