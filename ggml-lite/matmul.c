@@ -90,8 +90,9 @@ static void matmul_wide_one(const qt_rp_wide *wide, const gl_tensor *w, const ui
  * each split into runs of TB_ROWS rows that threads take as they come:
  * another process on a core slows one thread, and a static split would
  * make the rest wait for it at every matmul.  No thread waits between
- * passes.  Several weights sharing the input (n_w > 1, same type and
- * ne[0]) pool their runs, so one packing serves them all. */
+ * passes.  Several weights sharing the input (n_w > 1, same activation
+ * type, tile set and ne[0]) pool their runs, so one packing serves them
+ * all. */
 #define TB_PASS (8 * QT_TILE_COLS)
 #define TB_ROWS 32
 /* x: the float activations where the set packs from them (pack_f32; xq
@@ -356,9 +357,11 @@ int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float 
     const qt_traits *tr = qt_get(w[0]->type);
     const qt_traits *act = tr ? qt_get(tr->vec_dot_type) : NULL;
     const qt_tiles *tiles = act && tr->vec_dot_type != QT_F32 ? qt_tiles_for(w[0]->type, w[0]->ne[1], n_tokens) : NULL;
-    /* only where matmul() would take the same tile kernels for every weight */
+    /* only where matmul() would take the same tile kernels for every weight
+     * (a set's kernel takes each weight's type: Q4_K's Q/K beside a Q6_K V
+     * share one packing of their Q8_K input) */
     for (int i = 0; i < n_w && tiles; i++)
-        if (w[i]->type != w[0]->type || w[i]->ne[0] != w[0]->ne[0] ||
+        if (qt_get(w[i]->type)->vec_dot_type != tr->vec_dot_type || w[i]->ne[0] != w[0]->ne[0] ||
             qt_tiles_for(w[i]->type, w[i]->ne[1], n_tokens) != tiles)
             tiles = NULL;
     qt_from_float_fn quantize = tiles ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
