@@ -15,8 +15,9 @@
  *     two operands sl·q and sh·q (<= 217), isum = C_lo + 8·C_hi;
  *   - Q3_K: sc·(q - 4) spans [-124, 128]; its negation (4 - q)·sc spans
  *     [-128, 124], a signed byte: TDPBSSD gives -isum;
- *   - Q6_K: (q - 32)·sc reaches 4096: four operands (build_row_q6),
- *     isum = C_1 + 16·C_2 + 256·C_3;
+ *   - Q6_K: p = (q - 32)·sc lies in [-4064, 4096]; p = a1 + 64·a2 with
+ *     a2 = (p + 32) >> 6 in [-63, 64] and a1 in [-32, 31]: two signed
+ *     operands (build_row_q6), TDPBSSD, isum = C_1 + 64·C_2;
  *   - mins: m per element (<= 63) times y gives Σ m·y = Σ m·bsum (the
  *     bsums are the sums of the activation bytes), one more operand.
  * The weights are the A operand (16 rows x 64 bytes, built per block in
@@ -60,7 +61,6 @@
 #define T_ALO 4
 #define T_AHI 5
 #define T_AMIN 6
-#define T_A3 7
 #define N_TILES 8
 
 typedef struct tilecfg {
@@ -71,7 +71,7 @@ typedef struct tilecfg {
 
 /* One block of a group of 16 weight rows, as tile operands. */
 typedef struct wgroup {
-    uint8_t a[4][CHUNKS][ROWS][64]; /* operand (lo, hi, min; Q6_K's four); chunk; row */
+    uint8_t a[3][CHUNKS][ROWS][64]; /* operand (lo, hi, min; Q6_K's a1, a2); chunk; row */
     float d[ROWS], neg_dmin[ROWS];
 } wgroup;
 
@@ -261,44 +261,38 @@ INLINE void build_row(qt_type type, const uint8_t *x, wgroup *g, int i)
     }
 }
 
-/* Q6_K's row: q - 32 = 16·(qh - 2) + ql and sc = 16·hi + lo give
- * (q - 32)·sc = ql·lo + 16·(ql·hi + (qh - 2)·lo) + 256·(qh - 2)·hi, four
- * byte operands (ql·lo <= 225 unsigned; the rest signed, within
- * [-120, 105]).  Each is a 16-bit multiply of unsigned bytes by
- * unsigned scales (both bytes of a word share a scale, the products stay
- * below 256: no carries) less byte corrections, exact modulo 256:
- * ql·hi = ql·(hi + 8) - 8·ql, (qh - 2)·lo = qh·lo - 2·lo,
- * (qh - 2)·hi = qh·(hi + 8) - 8·qh - 2·hi. */
+/* Q6_K's row: each element's product p = (q - 32)·sc (int16: |p| <= 4096)
+ * split into a2 = (p + 32) >> 6 and a1 = p - 64·a2, both signed bytes, so
+ * that Σ p·y = C_1 + 64·C_2 exactly. */
 INLINE void build_row_q6(const qt_block_q6_K *x, wgroup *g, int i)
 {
     g->d[i] = qt_f16_to_f32(x->d);
     g->neg_dmin[i] = 0.0f;
-    const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
-    const __m256i lo = _mm256_and_si256(sc, _mm256_set1_epi16(15)), hi = _mm256_srai_epi16(sc, 4);
-    const __m256i dup = _mm256_set1_epi16(0x0101);
-    const __m512i vlo = _mm512_castsi256_si512(lo);
-    const __m512i vhi8 = _mm512_castsi256_si512(_mm256_add_epi16(hi, _mm256_set1_epi16(8)));
-    const __m512i vlo2 = _mm512_castsi256_si512(_mm256_mullo_epi16(_mm256_slli_epi16(lo, 1), dup));
-    const __m512i vhi2 = _mm512_castsi256_si512(
-        _mm256_mullo_epi16(_mm256_and_si256(_mm256_slli_epi16(hi, 1), _mm256_set1_epi16(0xff)), dup));
+    const __m512i vsc = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales)));
     for (int c = 0; c < CHUNKS; c++) {
-        const __m512i idx = pair_index(c);
+        /* element word w of half h: scale 4c + 2h + w/16 */
+        const __m512i i_lo = _mm512_add_epi16(_mm512_set1_epi16((short)(4 * c)),
+                                              _mm512_srli_epi16(_mm512_sub_epi16(pair_index(c), _mm512_set1_epi16((short)(4 * c))), 1));
+        const __m512i i_hi = _mm512_add_epi16(i_lo, _mm512_set1_epi16(2));
         __m512i ql, qh;
         chunk_q6(x, c, &ql, &qh);
-        const __m512i s_lo = _mm512_permutexvar_epi16(idx, vlo), s_hi8 = _mm512_permutexvar_epi16(idx, vhi8);
-        _mm512_storeu_si512(g->a[0][c][i], _mm512_mullo_epi16(ql, s_lo));
-        _mm512_storeu_si512(g->a[1][c][i], _mm512_sub_epi8(_mm512_mullo_epi16(ql, s_hi8), _mm512_slli_epi16(ql, 3)));
-        _mm512_storeu_si512(g->a[2][c][i],
-                            _mm512_sub_epi8(_mm512_mullo_epi16(qh, s_lo), _mm512_permutexvar_epi16(idx, vlo2)));
-        _mm512_storeu_si512(g->a[3][c][i],
-                            _mm512_sub_epi8(_mm512_sub_epi8(_mm512_mullo_epi16(qh, s_hi8), _mm512_slli_epi16(qh, 3)),
-                                            _mm512_permutexvar_epi16(idx, vhi2)));
+        /* q = ql + 16·qh: qh <= 3 shifts within its byte */
+        const __m512i q = _mm512_sub_epi8(_mm512_or_si512(ql, _mm512_slli_epi16(qh, 4)), _mm512_set1_epi8(32));
+        __m512i a1[2], a2[2];
+        for (int h = 0; h < 2; h++) {
+            const __m512i e = _mm512_cvtepi8_epi16(h ? _mm512_extracti64x4_epi64(q, 1) : _mm512_castsi512_si256(q));
+            const __m512i p = _mm512_mullo_epi16(e, _mm512_permutexvar_epi16(h ? i_hi : i_lo, vsc));
+            a2[h] = _mm512_srai_epi16(_mm512_add_epi16(p, _mm512_set1_epi16(32)), 6);
+            a1[h] = _mm512_sub_epi16(p, _mm512_slli_epi16(a2[h], 6));
+        }
+        _mm512_storeu_si512(g->a[0][c][i], join(_mm512_cvtepi16_epi8(a1[0]), _mm512_cvtepi16_epi8(a1[1])));
+        _mm512_storeu_si512(g->a[1][c][i], join(_mm512_cvtepi16_epi8(a2[0]), _mm512_cvtepi16_epi8(a2[1])));
     }
 }
 
 INLINE void zero_row(wgroup *g, int i)
 {
-    for (int p = 0; p < 4; p++)
+    for (int p = 0; p < 3; p++)
         for (int c = 0; c < CHUNKS; c++) memset(g->a[p][c][i], 0, 64);
     g->d[i] = g->neg_dmin[i] = 0.0f;
 }
@@ -307,7 +301,8 @@ INLINE void zero_row(wgroup *g, int i)
  * the 4 chunks), stored to cs. */
 INLINE void block_sums(qt_type type, const wgroup *g, const uint8_t *blk, int32_t cs[3][ROWS][16])
 {
-    const bool two = type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K, three = type != QT_Q3_K;
+    const bool two = type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K,
+               three = type != QT_Q3_K && type != QT_Q6_K;
     _tile_zero(T_CLO);
     if (two) _tile_zero(T_CHI);
     if (three) _tile_zero(T_CMIN);
@@ -317,11 +312,8 @@ INLINE void block_sums(qt_type type, const wgroup *g, const uint8_t *blk, int32_
         if (two) _tile_loadd(T_AHI, g->a[1][c], 64);
         if (three) _tile_loadd(T_AMIN, g->a[2][c], 64);
         if (type == QT_Q6_K) {
-            _tile_loadd(T_A3, g->a[3][c], 64);
-            _tile_dpbusd(T_CLO, T_ALO, T_B);
+            _tile_dpbssd(T_CLO, T_ALO, T_B);
             _tile_dpbssd(T_CHI, T_AHI, T_B);
-            _tile_dpbssd(T_CHI, T_AMIN, T_B);
-            _tile_dpbssd(T_CMIN, T_A3, T_B);
             continue;
         }
         if (type == QT_Q3_K)
@@ -348,9 +340,7 @@ INLINE void block_floats(qt_type type, const wgroup *g, const uint8_t *blk, int3
     for (int i = 0; i < nr; i++) {
         __m512i isum = _mm512_load_si512(cs[0][i]);
         if (two) isum = _mm512_add_epi32(isum, _mm512_slli_epi32(_mm512_load_si512(cs[1][i]), 3));
-        if (type == QT_Q6_K)
-            isum = _mm512_add_epi32(_mm512_add_epi32(isum, _mm512_slli_epi32(_mm512_load_si512(cs[1][i]), 4)),
-                                    _mm512_slli_epi32(_mm512_load_si512(cs[2][i]), 8));
+        if (type == QT_Q6_K) isum = _mm512_add_epi32(isum, _mm512_slli_epi32(_mm512_load_si512(cs[1][i]), 6));
         if (type == QT_Q3_K) isum = _mm512_sub_epi32(_mm512_setzero_si512(), isum);
         __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(g->d[i]));
         if (mins)
