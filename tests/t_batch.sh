@@ -269,4 +269,19 @@ print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) i
         if [ "$same" = 8 ]; then pass "$name"; else fail "$name" "$same of 8 identical"; fi
     done
 fi
+# ignore_eos per line (and --ignore-eos for all): "hi" ends early at
+# temperature 0 on the tiny model; banned, the end never comes.
+printf '%s\n' '{"id": "a", "prompt": "hi", "n_predict": 100}' '{"id": "b", "prompt": "hi", "n_predict": 100, "ignore_eos": true}' \
+    '{"id": "c", "prompt": "hi", "ignore_eos": "yes"}' >"$tmp/ie.jsonl"
+$QLM batch -m "$M" "$tmp/ie.jsonl" --temp 0 >"$tmp/ie1.jsonl" 2>/dev/null
+$QLM batch -m "$M" "$tmp/ie.jsonl" --temp 0 --ignore-eos >"$tmp/ie2.jsonl" 2>/dev/null
+if python3 -c 'import json, sys
+a, b, c = [json.loads(l) for l in open(sys.argv[1])]
+assert a["finish_reason"] == "eos" and a["tokens"]["generated"] < 100, a
+assert b["finish_reason"] == "length" and b["tokens"]["generated"] == 100 and b["text"].startswith(a["text"]), b
+assert "ignore_eos" in c["error"], c
+a2 = [json.loads(l) for l in open(sys.argv[2])][0]
+assert a2["finish_reason"] == "length" and a2["text"] == b["text"], a2' "$tmp/ie1.jsonl" "$tmp/ie2.jsonl" 2>"$tmp/py"
+then pass batch_ignore_eos; else fail batch_ignore_eos "$(tail -1 "$tmp/py" | cut -c1-200)"; fi
+
 exit 0
