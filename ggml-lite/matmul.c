@@ -202,20 +202,15 @@ bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)
     return true;
 }
 
-void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const void *xq, size_t xq_row,
-                    int n_tokens)
+/* Tiles [g, g + n) of the weights w[] (numbered across them), each
+ * weight's part in calls of up to max_tiles tiles. */
+static void rows_tiles(int n_w, const gl_tensor *const w[], float *const y[], const void *xq, size_t xq_row,
+                       int n_tokens, int64_t g, int64_t n, int64_t max_tiles)
 {
-    int64_t total = 0;
-    for (int i = 0; i < n_w; i++) total += row_tiles(w[i]);
-    /* The tiles in contiguous shares, as a static `omp for` deals them;
-     * a share's tiles of one weight go in calls of call_rows rows. */
-    const int64_t nth = omp_get_num_threads(), th = omp_get_thread_num(), q = total / nth, rem = total % nth;
-    const int64_t g0 = th * q + (th < rem ? th : rem), g1 = g0 + q + (th < rem);
-    const int64_t max_tiles = call_rows(n_tokens) / TILE_ROWS;
-    for (int64_t g = g0; g < g1;) {
+    for (const int64_t g1 = g + n; g < g1;) {
         int i = 0;
         int64_t gi = g;
-        while (gi >= row_tiles(w[i])) gi -= row_tiles(w[i++]);
+        while (i < n_w - 1 && gi >= row_tiles(w[i])) gi -= row_tiles(w[i++]);
         int64_t run = row_tiles(w[i]) - gi;
         if (run > g1 - g) run = g1 - g;
         if (run > max_tiles) run = max_tiles;
@@ -223,7 +218,50 @@ void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const
         rows_dot(qt_get(w[i]->type), w[i], xq, xq_row, y[i], n_tokens, r, (int)(end - r));
         g += run;
     }
-    #pragma omp barrier
+}
+
+/* Batched decoding's chunks of tiles: guided, largest first (half of
+ * what is left per thread, within [MIN_CHUNK, max]), taken as they
+ * come.  A thread that started late (woken from sleep) or shares its core
+ * takes fewer, where equal static shares made the other wait at the
+ * next barrier; a chunk of at least MIN_CHUNK tiles keeps the columns'
+ * preparation per call (x86_tile.inc) under a few percent. */
+enum { MIN_CHUNK = 2, MAX_CHUNKS = 256 };
+
+static int guided_chunks(int64_t total, int nth, int64_t max_tiles, int64_t start[MAX_CHUNKS + 1])
+{
+    int k = 0;
+    for (int64_t g = 0; g < total; k++) {
+        start[k] = g;
+        int64_t n = (total - g + 2 * nth - 1) / (2 * nth);
+        if (n < MIN_CHUNK) n = MIN_CHUNK;
+        if (n > max_tiles) n = max_tiles;
+        /* at the cap, the rest in one chunk */
+        g = k == MAX_CHUNKS - 1 || g + n > total ? total : g + n;
+    }
+    start[k] = total;
+    return k;
+}
+
+void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const void *xq, size_t xq_row,
+                    int n_tokens)
+{
+    int64_t total = 0;
+    for (int i = 0; i < n_w; i++) total += row_tiles(w[i]);
+    const int64_t nth = omp_get_num_threads(), th = omp_get_thread_num();
+    const int64_t max_tiles = call_rows(n_tokens) / TILE_ROWS;
+    if (n_tokens <= 8 && nth > 1) {
+        int64_t start[MAX_CHUNKS + 1];
+        const int n_chunks = guided_chunks(total, (int)nth, max_tiles, start);
+        #pragma omp for schedule(dynamic, 1) nowait
+        for (int k = 0; k < n_chunks; k++)
+            rows_tiles(n_w, w, y, xq, xq_row, n_tokens, start[k], start[k + 1] - start[k], max_tiles);
+        return;
+    }
+    /* The tiles in contiguous shares, as a static `omp for` deals them. */
+    const int64_t q = total / nth, rem = total % nth;
+    const int64_t g0 = th * q + (th < rem ? th : rem), g1 = g0 + q + (th < rem);
+    rows_tiles(n_w, w, y, xq, xq_row, n_tokens, g0, g1 - g0, max_tiles);
 }
 
 /* The activations of n_tokens rows quantized to xq_row-byte rows.  A few

@@ -60,8 +60,10 @@ bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act);
  * of them shared out among the threads together; xq holds n_tokens rows
  * of xq_row bytes, quantized as gl_matmul_plain said (the same act for
  * every w[i]).  Must be called by every thread of the enclosing parallel
- * region (each takes a static share, as an `omp for` would, and they end
- * at a barrier); outputs are bit for bit gl_matmul's. */
+ * region: up to 8 tokens (batched decoding) they take guided chunks as
+ * they come, more take static shares; no barrier at the end (the caller
+ * waits before it reads y).  Outputs are bit for bit gl_matmul's,
+ * whoever computes which row. */
 void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const void *xq, size_t xq_row,
                     int n_tokens);
 /* Rows [r0, r0 + n) of gl_matmul_rows's product for one weight, on the

@@ -1,8 +1,15 @@
 #include "ggml-lite/threads.h"
 
 #include <hwloc.h>
+#include <limits.h>
 #include <omp.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
 
 int gl_physical_cores(void)
 {
@@ -19,4 +26,77 @@ int gl_physical_cores(void)
 void gl_set_threads(int n)
 {
     omp_set_num_threads(n < 1 ? 1 : n);
+}
+
+void gl_barrier_init(gl_barrier *b, int n_threads)
+{
+    atomic_store(&b->arrived, 0);
+    atomic_store(&b->round, 0);
+    atomic_store(&b->sleeping, 0);
+    b->n = n_threads < 1 ? 1 : (unsigned)n_threads;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Sleeps while round still reads r (returns at once if it does not). */
+static void sleep_on(atomic_uint *round, unsigned r)
+{
+#ifdef __linux__
+    syscall(SYS_futex, (unsigned *)round, FUTEX_WAIT_PRIVATE, r, NULL, NULL, 0);
+#else
+    (void)round;
+    (void)r;
+    sched_yield();
+#endif
+}
+
+static void wake_all(atomic_uint *round)
+{
+#ifdef __linux__
+    syscall(SYS_futex, (unsigned *)round, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+#else
+    (void)round;
+#endif
+}
+
+void gl_barrier_wait(gl_barrier *b)
+{
+    if (b->n <= 1) return;
+    /* the round is read before this thread counts itself in: after that
+     * the last thread may end the round at any moment */
+    const unsigned r = atomic_load(&b->round);
+    if (atomic_fetch_add(&b->arrived, 1) == b->n - 1) {
+        atomic_store(&b->arrived, 0); /* nobody counts in again before the new round shows */
+        atomic_fetch_add(&b->round, 1);
+        if (atomic_load(&b->sleeping)) wake_all(&b->round);
+        return;
+    }
+    /* the clock is read every 64 pauses: a pause is 10-150 cycles by CPU */
+    const double t0 = now_us();
+    for (unsigned i = 1; atomic_load_explicit(&b->round, memory_order_acquire) == r; i++) {
+        cpu_relax();
+        if (i % 64 == 0 && now_us() - t0 > GL_BARRIER_SPIN_US) {
+            /* sequentially consistent with the last thread's bump and
+             * check: either it sees this thread counted as sleeping and
+             * wakes it, or this thread sees the new round */
+            atomic_fetch_add(&b->sleeping, 1);
+            while (atomic_load(&b->round) == r) sleep_on(&b->round, r);
+            atomic_fetch_sub(&b->sleeping, 1);
+            break;
+        }
+    }
 }

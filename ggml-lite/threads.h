@@ -1,11 +1,38 @@
-/* threads.h - how many threads to run, from the machine's topology. */
+/* threads.h - how many threads to run, from the machine's topology, and
+ * the barrier the fused forward pass waits at. */
 #ifndef QLM_GL_THREADS_H
 #define QLM_GL_THREADS_H
+
+#include <stdatomic.h>
 
 /* Physical cores (hwloc), at least 1; hyperthreads do not help the
  * memory-bound decode loop and hurt it when oversubscribed. */
 int gl_physical_cores(void);
 /* Makes later parallel ops use n threads. */
 void gl_set_threads(int n);
+
+/* A barrier for the n threads of one parallel region that spins a short
+ * while before it sleeps, whatever OMP_WAIT_POLICY says.
+ *
+ * Why: a batched decoding step passes some 200 barriers (7 a layer), each
+ * after tens of microseconds of work.  With OMP_WAIT_POLICY=passive an
+ * OpenMP barrier puts the early thread to sleep at once, and waking a
+ * halted vCPU took 30-40 us here (two threads, 6 us of work per round:
+ * 42 us a round passive, 6.7 active), about the work itself; active
+ * spinning, the default, costs a loaded machine far more (a spinner holds
+ * the CPU its late partner needs).  Spinning up to GL_BARRIER_SPIN_US
+ * and then sleeping in the kernel covers both.  Zero-initialize, then
+ * gl_barrier_init before the region. */
+typedef struct gl_barrier {
+    atomic_uint arrived;   /* threads at the barrier this round */
+    atomic_uint round;     /* bumped by the last thread of each round */
+    atomic_uint sleeping;  /* threads asleep on round */
+    unsigned n;
+} gl_barrier;
+#define GL_BARRIER_SPIN_US 100
+void gl_barrier_init(gl_barrier *b, int n_threads);
+/* Every one of the n threads calls it; none returns before all have
+ * arrived, and every write before it is visible to all after it. */
+void gl_barrier_wait(gl_barrier *b);
 
 #endif

@@ -35,11 +35,13 @@ struct qlm_ctx {
     float *krow;    /* [n_threads][KD] a key being re-rotated */
     void *mm;       /* activation quantization scratch */
     int *cells;     /* [T] KV cells of the micro-batch */
+    int *out_row;   /* [T] a token's row of logits in this micro-batch, -1: none */
     int8_t *tiled;  /* [T] p.v in tinyBLAS order (see attention) */
     float *logits;  /* [n_logits][V] */
     int n_logits, logits_cap;
     int shift_keep; /* qlm_ctx_shift_keep */
     bool unfused;   /* qlm_ctx_params.unfused */
+    gl_barrier bar; /* layers_fused's */
     char numa[96];  /* qlm_ctx_numa */
 };
 
@@ -102,9 +104,10 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->vrows = c->kv.type_v == QLM_KV_F32 ? malloc(NT * n_ctx * hp->head_dim * sizeof(float)) : malloc(1);
     c->mm = alloc64(mm ? mm : 1);
     c->cells = malloc(T * sizeof(int));
+    c->out_row = malloc(T * sizeof(int));
     c->tiled = malloc(T);
     if (!c->tiled || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
-        !c->vis || !c->vis_tok || !c->q8 || !c->krow || !c->vrows || !c->mm || !c->cells) {
+        !c->vis || !c->vis_tok || !c->q8 || !c->krow || !c->vrows || !c->mm || !c->cells || !c->out_row) {
         qlm_ctx_free(c);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory allocating scratch for a %d-token batch",
                         c->n_batch);
@@ -118,7 +121,7 @@ void qlm_ctx_free(qlm_ctx *c)
     if (!c) return;
     qlm_kv_free(&c->kv);
     free(c->x); free(c->xn); free(c->q); free(c->k); free(c->v); free(c->att);
-    free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->tiled); free(c->logits);
+    free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->out_row); free(c->tiled); free(c->logits);
     free(c->vis); free(c->vis_tok); free(c->q8); free(c->krow); free(c->vrows);
     free(c);
 }
@@ -337,6 +340,17 @@ static void gate(const qlm_arch *a, float *g, const float *u, int64_t n)
         gl_swiglu(g, u, n);
 }
 
+/* The fused region's barrier: its own (gl_barrier: spins a short while
+ * before it sleeps) where the team has the size it was made for. */
+static void sync_team(qlm_ctx *c, bool own)
+{
+    if (own) {
+        gl_barrier_wait(&c->bar);
+        return;
+    }
+    #pragma omp barrier
+}
+
 /* The layers of forward() in one parallel region.  Between matmuls the
  * threads share the tokens of the elementwise work (norms, activation
  * quantization, RoPE, KV stores, residual adds) instead of one thread
@@ -345,7 +359,8 @@ static void gate(const qlm_arch *a, float *g, const float *u, int64_t n)
  * shared out together.  Every step computes each token's row exactly as
  * the unfused path does (the same functions on one row at a time), so
  * the bits are the same; only who computes which row, and when, differs. */
-static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int32_t *pos, const int32_t *seq)
+static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int32_t *pos, const int32_t *seq,
+                         const int8_t *want, const int *out_row, int n_out, float *lg)
 {
     const qlm_model *m = c->m;
     const qlm_arch *a = m->arch;
@@ -364,9 +379,15 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
     int U = (T + c->n_threads - 1) / c->n_threads;
     if (U > GL_RMSNORM_ROWS) U = GL_RMSNORM_ROWS;
     while (U > 1 && (int64_t)U * E > GL_OPS_SERIAL) U--;
+    gl_barrier_init(&c->bar, c->n_threads);
+    gl_act head = {0};
+    if (n_out) gl_matmul_plain(&m->output, n_out, each, &head); /* forward() asked: it applies */
+    /* Every worksharing loop below is nowait: the threads meet at
+     * sync_team instead of libgomp's barrier. */
     #pragma omp parallel num_threads(c->n_threads)
     {
         const int th = omp_get_thread_num();
+        const bool own = omp_get_num_threads() == c->n_threads;
         for (int l = 0; l < hp->n_layer; l++) {
             const qlm_layer *L = &m->layers[l];
             const gl_rope rope = layer_rope(c, l);
@@ -376,7 +397,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
             gl_matmul_plain(&L->w_gate, T, each, &gu);
             gl_matmul_plain(&L->w_down, T, each, &dn);
             /* the previous layer's feed-forward residual, then this one's norm */
-            #pragma omp for schedule(static)
+            #pragma omp for schedule(static) nowait
             for (int t0 = 0; t0 < T; t0 += U) {
                 const int nt = T - t0 < U ? T - t0 : U;
                 float *x = c->x + (size_t)t0 * E, *xn = c->xn + (size_t)t0 * E;
@@ -389,14 +410,16 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 for (int t = t0; t < t0 + nt; t++)
                     qkv.quantize(c->xn + (size_t)t * E, xq + (size_t)t * qkv.row_bytes, E);
             }
+            sync_team(c, own);
             const gl_tensor *wqkv[] = {&L->wq, &L->wk, &L->wv};
             float *const yqkv[] = {c->q, c->k, c->v};
             gl_matmul_rows(3, wqkv, yqkv, xq, qkv.row_bytes, T);
+            sync_team(c, own);
             c->vis_tok[3 * th] = -1; /* this thread's cached list is stale */
             if (by_token) {
                 /* each token attends to its own new cell only: no thread
                  * waits for another's KV stores */
-                #pragma omp for schedule(dynamic, 1)
+                #pragma omp for schedule(dynamic, 1) nowait
                 for (int t = 0; t < T; t++) {
                     qkv_finish(c, l, t, &rope, pos);
                     /* head by head: gl_attn_group over the token's cell
@@ -407,19 +430,23 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                     o.quantize(c->att + (size_t)t * QD, xq + (size_t)t * o.row_bytes, QD);
                 }
             } else {
-                #pragma omp for schedule(static)
+                #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++) qkv_finish(c, l, t, &rope, pos);
-                #pragma omp for collapse(2) schedule(static)
+                sync_team(c, own);
+                #pragma omp for collapse(2) schedule(static) nowait
                 for (int t = 0; t < T; t++)
                     for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq, false);
-                #pragma omp for schedule(static)
+                sync_team(c, own);
+                #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++)
                     o.quantize(c->att + (size_t)t * QD, xq + (size_t)t * o.row_bytes, QD);
             }
+            sync_team(c, own);
             const gl_tensor *wo[] = {&L->wo};
             float *const yo[] = {c->xn};
             gl_matmul_rows(1, wo, yo, xq, o.row_bytes, T);
-            #pragma omp for schedule(static)
+            sync_team(c, own);
+            #pragma omp for schedule(static) nowait
             for (int t0 = 0; t0 < T; t0 += U) {
                 const int nt = T - t0 < U ? T - t0 : U;
                 float *x = c->x + (size_t)t0 * E, *xn = c->xn + (size_t)t0 * E;
@@ -429,6 +456,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 for (int t = t0; t < t0 + nt; t++)
                     gu.quantize(c->xn + (size_t)t * E, xq + (size_t)t * gu.row_bytes, E);
             }
+            sync_team(c, own);
             /* down's quantized input goes after gate/up's, which other
              * threads may still be reading */
             uint8_t *xd = xq + ((size_t)T * gu.row_bytes + 63) / 64 * 64;
@@ -443,7 +471,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 const int64_t blk = qt_get(dn.type)->block_size, P0 = (32 + blk - 1) / blk * blk,
                               n_p0 = (F + P0 - 1) / P0,
                               P = (n_p0 + c->n_threads - 1) / c->n_threads * P0; /* a piece per thread */
-                #pragma omp for schedule(static)
+                #pragma omp for schedule(static) nowait
                 for (int64_t r0 = 0; r0 < F; r0 += P) {
                     const int64_t n = F - r0 < P ? F - r0 : P;
                     gl_matmul_rows_range(&L->w_gate, c->g, xq, gu.row_bytes, T, r0, n);
@@ -458,22 +486,42 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 const gl_tensor *wgu[] = {&L->w_gate, &L->w_up};
                 float *const ygu[] = {c->g, c->u};
                 gl_matmul_rows(2, wgu, ygu, xq, gu.row_bytes, T);
-                #pragma omp for schedule(static)
+                sync_team(c, own);
+                #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++) {
                     gate(a, c->g + (size_t)t * F, c->u + (size_t)t * F, F);
                     dn.quantize(c->g + (size_t)t * F, xd + (size_t)t * dn.row_bytes, F);
                 }
             }
+            sync_team(c, own);
             const gl_tensor *wd[] = {&L->w_down};
             float *const yd[] = {c->xn};
             gl_matmul_rows(1, wd, yd, xd, dn.row_bytes, T);
+            sync_team(c, own);
         }
-        #pragma omp for schedule(static)
+        #pragma omp for schedule(static) nowait
         for (int t0 = 0; t0 < T; t0 += U) {
             const int nt = T - t0 < U ? T - t0 : U;
             float *x = c->x + (size_t)t0 * E, *xn = c->xn + (size_t)t0 * E;
             if (a->post_norms) gl_rmsnorm(xn, xn, m->layers[hp->n_layer - 1].ffn_post_norm, nt, E, hp->norm_eps);
             for (int t = 0; t < nt; t++) gl_add(x + (size_t)t * E, xn + (size_t)t * E, E);
+            /* the output head's norm and quantized input, for the rows
+             * that want logits, in forward()'s row order; the norm goes
+             * to the token's own xn row, which no other thread reads now */
+            for (int t = t0; t < t0 + nt && n_out; t++)
+                if (want[t]) {
+                    float *xt = c->xn + (size_t)t * E;
+                    gl_rmsnorm(xt, c->x + (size_t)t * E, m->output_norm, 1, E, hp->norm_eps);
+                    head.quantize(xt, xq + (size_t)out_row[t] * head.row_bytes, E);
+                }
+        }
+        if (n_out) {
+            /* the head inside the region: no second team to wake, and
+             * its norm and quantization shared out too */
+            sync_team(c, own);
+            const gl_tensor *wh[] = {&m->output};
+            float *const yh[] = {lg};
+            gl_matmul_rows(1, wh, yh, xq, head.row_bytes, n_out);
         }
     }
 }
@@ -564,9 +612,21 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
         c->tiled[t] = !b->one_by_one && per_seq[seq[t]] > 1;
         one_per_seq &= per_seq[seq[t]] == 1;
     }
-    if (fusable(c, T, b->one_by_one))
-        layers_fused(c, T, b->one_by_one, one_per_seq, pos, seq);
-    else
+    const int8_t *want = b->logits + off;
+    float *lg = c->logits + (size_t)c->n_logits * hp->n_vocab; /* [rows wanting logits][V] */
+    if (fusable(c, T, b->one_by_one)) {
+        /* the head too, where matmul would take its vec_dot order */
+        int n_want = 0;
+        for (int t = 0; t < T; t++) c->out_row[t] = want[t] ? n_want++ : -1;
+        gl_act head;
+        const bool inside = n_want && gl_matmul_plain(&m->output, n_want, b->one_by_one, &head);
+        layers_fused(c, T, b->one_by_one, one_per_seq, pos, seq, want, c->out_row, inside ? n_want : 0, lg);
+        if (inside) {
+            if (hp->logit_softcap > 0) gl_softcap(lg, hp->logit_softcap, (int64_t)n_want * hp->n_vocab);
+            c->n_logits += n_want;
+            return QLM_OK;
+        }
+    } else
         layers(c, T, b->one_by_one, pos, seq);
     int (*const mul)(const gl_tensor *, const float *, float *, int, void *) =
         b->one_by_one ? gl_matmul_each : gl_matmul;
@@ -583,7 +643,6 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
         t = t1 + 1;
     }
     if (n_out) {
-        float *lg = c->logits + (size_t)c->n_logits * hp->n_vocab;   /* [n_out][V] */
         mul(&m->output, c->xn, lg, n_out, c->mm);
         if (hp->logit_softcap > 0) gl_softcap(lg, hp->logit_softcap, (int64_t)n_out * hp->n_vocab);
         c->n_logits += n_out;
