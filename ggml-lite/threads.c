@@ -33,6 +33,7 @@ void gl_barrier_init(gl_barrier *b, int n_threads)
     atomic_store(&b->arrived, 0);
     atomic_store(&b->round, 0);
     atomic_store(&b->sleeping, 0);
+    atomic_store(&b->spin_us, GL_BARRIER_SPIN_MAX_US);
     b->n = n_threads < 1 ? 1 : (unsigned)n_threads;
 }
 
@@ -85,18 +86,23 @@ void gl_barrier_wait(gl_barrier *b)
         if (atomic_load(&b->sleeping)) wake_all(&b->round);
         return;
     }
-    /* the clock is read every 64 pauses: a pause is 10-150 cycles by CPU */
+    /* the clock is read every 64 pauses: a pause is 10-150 cycles by CPU.
+     * The budget is a hint: relaxed, and a lost update does no harm. */
+    const int budget = atomic_load_explicit(&b->spin_us, memory_order_relaxed);
     const double t0 = now_us();
     for (unsigned i = 1; atomic_load_explicit(&b->round, memory_order_acquire) == r; i++) {
         cpu_relax();
-        if (i % 64 == 0 && now_us() - t0 > GL_BARRIER_SPIN_US) {
+        if (i % 64 == 0 && now_us() - t0 > budget) {
+            atomic_store_explicit(&b->spin_us, budget / 2 > GL_BARRIER_SPIN_MIN_US ? budget / 2 : GL_BARRIER_SPIN_MIN_US,
+                                  memory_order_relaxed);
             /* sequentially consistent with the last thread's bump and
              * check: either it sees this thread counted as sleeping and
              * wakes it, or this thread sees the new round */
             atomic_fetch_add(&b->sleeping, 1);
             while (atomic_load(&b->round) == r) sleep_on(&b->round, r);
             atomic_fetch_sub(&b->sleeping, 1);
-            break;
+            return;
         }
     }
+    if (budget < GL_BARRIER_SPIN_MAX_US) atomic_store_explicit(&b->spin_us, budget + 1, memory_order_relaxed);
 }

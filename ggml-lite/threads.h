@@ -20,16 +20,22 @@ void gl_set_threads(int n);
  * halted vCPU took 30-40 us here (two threads, 6 us of work per round:
  * 42 us a round passive, 6.7 active), about the work itself; active
  * spinning, the default, costs a loaded machine far more (a spinner holds
- * the CPU its late partner needs).  Spinning up to GL_BARRIER_SPIN_US
- * and then sleeping in the kernel covers both.  Zero-initialize, then
- * gl_barrier_init before the region. */
+ * the CPU its late partner needs).  So a waiter spins up to the
+ * barrier's current budget, then sleeps in the kernel.  The budget adapts:
+ * halved by each wait that outlasts it (another process has a CPU, or the
+ * work is uneven: spinning then takes a CPU the late thread may need),
+ * grown back by 1 us per wait that the spin covers, within
+ * [GL_BARRIER_SPIN_MIN_US, GL_BARRIER_SPIN_MAX_US].  Zero-initialize,
+ * then gl_barrier_init before the region. */
 typedef struct gl_barrier {
     atomic_uint arrived;   /* threads at the barrier this round */
     atomic_uint round;     /* bumped by the last thread of each round */
     atomic_uint sleeping;  /* threads asleep on round */
+    atomic_int spin_us;    /* the current spin budget */
     unsigned n;
 } gl_barrier;
-#define GL_BARRIER_SPIN_US 100
+#define GL_BARRIER_SPIN_MIN_US 2
+#define GL_BARRIER_SPIN_MAX_US 50
 void gl_barrier_init(gl_barrier *b, int n_threads);
 /* Every one of the n threads calls it; none returns before all have
  * arrived, and every write before it is visible to all after it. */

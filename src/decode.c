@@ -65,6 +65,7 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->unfused = p && p->unfused;
     c->n_threads = p && p->n_threads > 0 ? p->n_threads : gl_physical_cores();
     gl_set_threads(c->n_threads);
+    gl_barrier_init(&c->bar, c->n_threads); /* whole after every round: one for all passes */
     int rc = qlm_kv_init(&c->kv, hp->n_layer, n_ctx, hp->n_head_kv, hp->head_dim,
                          p ? p->type_k : QLM_KV_DEFAULT, p ? p->type_v : QLM_KV_DEFAULT, err);
     if (rc) {
@@ -379,7 +380,6 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
     int U = (T + c->n_threads - 1) / c->n_threads;
     if (U > GL_RMSNORM_ROWS) U = GL_RMSNORM_ROWS;
     while (U > 1 && (int64_t)U * E > GL_OPS_SERIAL) U--;
-    gl_barrier_init(&c->bar, c->n_threads);
     gl_act head = {0};
     if (n_out) gl_matmul_plain(&m->output, n_out, each, &head); /* forward() asked: it applies */
     /* Every worksharing loop below is nowait: the threads meet at
