@@ -16,7 +16,7 @@ enum { NP = 11, NS = 5, STEPS = 3 };
 /* Runs a prompt in sequence 0, copies it to the others, then STEPS steps
  * of one token per sequence; writes every logit row in order to out.
  * Returns the number of floats written, or -1. */
-static int64_t run(const qlm_model *m, bool unfused, float *out)
+static int64_t run(const qlm_model *m, bool unfused, bool one_by_one, float *out)
 {
     const qlm_ctx_params cp = {.n_ctx = 96, .n_batch = 16, .n_threads = 2, .unfused = unfused};
     qlm_ctx *c = NULL;
@@ -36,6 +36,9 @@ static int64_t run(const qlm_model *m, bool unfused, float *out)
     int rc = qlm_decode(c, &b, &err);
     for (int i = 0; !rc && i < 2; i++, n += V) memcpy(out + n, qlm_logits(c, i), sizeof(float) * V);
     for (int s = 1; s < NS; s++) qlm_kv_seq_cp(qlm_ctx_kv(c), 0, s, -1, -1);
+    /* one_by_one: the steps as `qlm batch` runs them (each entry in its
+     * one-token order; the output head inside the fused region) */
+    b.one_by_one = one_by_one;
     for (int step = 0; !rc && step < STEPS; step++) {
         /* a step of one sequence alone, then all of them together */
         b.n = step == 0 ? 1 : NS;
@@ -95,16 +98,18 @@ int main(void)
                 gl_act act;
                 n_plain += gl_matmul_plain(&m->layers[0].w_up, 1, false, &act) &&
                            gl_matmul_plain(&m->layers[0].w_up, NS, false, &act);
-                memset(a, 0, sizeof(float) * V * rows);
-                memset(u, 0, sizeof(float) * V * rows);
-                const int64_t na = run(m, false, a), nu = run(m, true, u);
-                CHECK(na == (int64_t)V * rows && nu == na, "decode failed (%lld, %lld floats)", (long long)na,
-                      (long long)nu);
-                for (int r = 0; r < rows && na == nu && na > 0; r++)
-                    if (memcmp(a + (size_t)r * V, u + (size_t)r * V, sizeof(float) * V)) {
-                        CHECK(0, "logit row %d differs", r);
-                        break;
-                    }
+                for (int obo = 0; obo < 2; obo++) {
+                    memset(a, 0, sizeof(float) * V * rows);
+                    memset(u, 0, sizeof(float) * V * rows);
+                    const int64_t na = run(m, false, obo, a), nu = run(m, true, obo, u);
+                    CHECK(na == (int64_t)V * rows && nu == na, "decode failed (%lld, %lld floats)", (long long)na,
+                          (long long)nu);
+                    for (int r = 0; r < rows && na == nu && na > 0; r++)
+                        if (memcmp(a + (size_t)r * V, u + (size_t)r * V, sizeof(float) * V)) {
+                            CHECK(0, "logit row %d differs%s", r, obo ? " (one by one)" : "");
+                            break;
+                        }
+                }
                 qlm_model_free(m);
             }
             TEST_END();
