@@ -34,14 +34,15 @@ void gl_barrier_init(gl_barrier *b, int n_threads)
     atomic_store(&b->round, 0);
     atomic_store(&b->sleeping, 0);
     atomic_store(&b->spin_us, GL_BARRIER_SPIN_MAX_US);
+    atomic_store(&b->released_ns, 0);
     b->n = n_threads < 1 ? 1 : (unsigned)n_threads;
 }
 
-static double now_us(void)
+static long long now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static void cpu_relax(void)
@@ -82,27 +83,33 @@ void gl_barrier_wait(gl_barrier *b)
     const unsigned r = atomic_load(&b->round);
     if (atomic_fetch_add(&b->arrived, 1) == b->n - 1) {
         atomic_store(&b->arrived, 0); /* nobody counts in again before the new round shows */
+        if (atomic_load_explicit(&b->sleeping, memory_order_relaxed))
+            atomic_store_explicit(&b->released_ns, now_ns(), memory_order_relaxed);
         atomic_fetch_add(&b->round, 1);
         if (atomic_load(&b->sleeping)) wake_all(&b->round);
         return;
     }
-    /* the clock is read every 64 pauses: a pause is 10-150 cycles by CPU.
-     * The budget is a hint: relaxed, and a lost update does no harm. */
+    /* The clock is read every 64 pauses (a pause is 10-150 cycles by
+     * CPU).  The budget and the stamp are hints: relaxed, and a lost or
+     * stale update costs a little time, never correctness. */
     const int budget = atomic_load_explicit(&b->spin_us, memory_order_relaxed);
-    const double t0 = now_us();
+    const long long t0 = now_ns();
     for (unsigned i = 1; atomic_load_explicit(&b->round, memory_order_acquire) == r; i++) {
         cpu_relax();
-        if (i % 64 == 0 && now_us() - t0 > budget) {
-            atomic_store_explicit(&b->spin_us, budget / 2 > GL_BARRIER_SPIN_MIN_US ? budget / 2 : GL_BARRIER_SPIN_MIN_US,
-                                  memory_order_relaxed);
+        if (i % 64 == 0 && now_ns() - t0 > budget * 1000LL) {
             /* sequentially consistent with the last thread's bump and
-             * check: either it sees this thread counted as sleeping and
-             * wakes it, or this thread sees the new round */
+             * check: either it sees this thread counted as sleeping (and
+             * stamps and wakes), or this thread sees the new round */
             atomic_fetch_add(&b->sleeping, 1);
             while (atomic_load(&b->round) == r) sleep_on(&b->round, r);
             atomic_fetch_sub(&b->sleeping, 1);
+            const long long need = atomic_load_explicit(&b->released_ns, memory_order_relaxed) - t0;
+            atomic_store_explicit(&b->spin_us,
+                                  need <= GL_BARRIER_SPIN_MAX_US * 1000LL ? GL_BARRIER_SPIN_MAX_US
+                                  : budget / 2 > GL_BARRIER_SPIN_MIN_US   ? budget / 2
+                                                                          : GL_BARRIER_SPIN_MIN_US,
+                                  memory_order_relaxed);
             return;
         }
     }
-    if (budget < GL_BARRIER_SPIN_MAX_US) atomic_store_explicit(&b->spin_us, budget + 1, memory_order_relaxed);
 }

@@ -21,17 +21,19 @@ void gl_set_threads(int n);
  * 42 us a round passive, 6.7 active), about the work itself; active
  * spinning, the default, costs a loaded machine far more (a spinner holds
  * the CPU its late partner needs).  So a waiter spins up to the
- * barrier's current budget, then sleeps in the kernel.  The budget adapts:
- * halved by each wait that outlasts it (another process has a CPU, or the
- * work is uneven: spinning then takes a CPU the late thread may need),
- * grown back by 1 us per wait that the spin covers, within
- * [GL_BARRIER_SPIN_MIN_US, GL_BARRIER_SPIN_MAX_US].  Zero-initialize,
- * then gl_barrier_init before the region. */
+ * barrier's current budget, then sleeps in the kernel.  The budget adapts
+ * to the waits a sleeper turns out to have needed (the last thread
+ * stamps its arrival): one within GL_BARRIER_SPIN_MAX_US sets it back to
+ * that, a longer one halves it, down to GL_BARRIER_SPIN_MIN_US (another
+ * process has a CPU, or the work is uneven: spinning then takes a CPU the
+ * late thread may need, and would not have saved the sleep).  Zero-
+ * initialize, then gl_barrier_init before the region. */
 typedef struct gl_barrier {
-    atomic_uint arrived;   /* threads at the barrier this round */
-    atomic_uint round;     /* bumped by the last thread of each round */
-    atomic_uint sleeping;  /* threads asleep on round */
-    atomic_int spin_us;    /* the current spin budget */
+    atomic_uint arrived;      /* threads at the barrier this round */
+    atomic_uint round;        /* bumped by the last thread of each round */
+    atomic_uint sleeping;     /* threads asleep on round */
+    atomic_int spin_us;       /* the current spin budget */
+    atomic_llong released_ns; /* when the last round's last thread arrived */
     unsigned n;
 } gl_barrier;
 #define GL_BARRIER_SPIN_MIN_US 2

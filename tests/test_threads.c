@@ -10,6 +10,7 @@
 #include <omp.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ggml-lite/matmul.h"
@@ -141,6 +142,38 @@ int main(void)
         }
         CHECK(got != 2 || atomic_load(&b.spin_us) == GL_BARRIER_SPIN_MIN_US, "budget %d us after 12 long waits",
               atomic_load(&b.spin_us));
+    }
+    TEST_END();
+
+    TEST_BEGIN("barrier_budget_recovers_after_short_waits");
+    {
+        /* from the floor, a sleeper that needed only ~10 us (within the
+         * ceiling) sets the budget back to the ceiling; tried up to 200
+         * times, as the late thread may itself lose its CPU meanwhile */
+        gl_barrier b;
+        gl_barrier_init(&b, 2);
+        atomic_store(&b.spin_us, GL_BARRIER_SPIN_MIN_US);
+        int got = 0, back = 0;
+        #pragma omp parallel num_threads(2)
+        {
+            #pragma omp single
+            got = omp_get_num_threads();
+            for (int r = 0; got == 2 && r < 200; r++) {
+                if (omp_get_thread_num() == 1) {
+                    struct timespec t0, t;
+                    clock_gettime(CLOCK_MONOTONIC, &t0);
+                    do clock_gettime(CLOCK_MONOTONIC, &t);
+                    while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 10000);
+                }
+                gl_barrier_wait(&b);
+                #pragma omp single
+                back |= atomic_load(&b.spin_us) == GL_BARRIER_SPIN_MAX_US;
+                if (back) break; /* the single's barrier published back */
+                #pragma omp single
+                atomic_store(&b.spin_us, GL_BARRIER_SPIN_MIN_US);
+            }
+        }
+        CHECK(got != 2 || back, "the budget never came back from %d us", GL_BARRIER_SPIN_MIN_US);
     }
     TEST_END();
 
