@@ -104,10 +104,9 @@ void gl_barrier_wait(gl_barrier *b)
             while (atomic_load(&b->round) == r) sleep_on(&b->round, r);
             atomic_fetch_sub(&b->sleeping, 1);
             const long long need = atomic_load_explicit(&b->released_ns, memory_order_relaxed) - t0;
-            atomic_store_explicit(&b->spin_us,
-                                  need <= GL_BARRIER_SPIN_MAX_US * 1000LL ? GL_BARRIER_SPIN_MAX_US
-                                  : budget / 2 > GL_BARRIER_SPIN_MIN_US   ? budget / 2
-                                                                          : GL_BARRIER_SPIN_MIN_US,
+            const int up = budget * 2 < GL_BARRIER_SPIN_MAX_US ? budget * 2 : GL_BARRIER_SPIN_MAX_US,
+                      down = budget / 2 > GL_BARRIER_SPIN_MIN_US ? budget / 2 : GL_BARRIER_SPIN_MIN_US;
+            atomic_store_explicit(&b->spin_us, need <= GL_BARRIER_SPIN_MAX_US * 1000LL ? up : down,
                                   memory_order_relaxed);
             return;
         }

@@ -23,11 +23,12 @@ void gl_set_threads(int n);
  * the CPU its late partner needs).  So a waiter spins up to the
  * barrier's current budget, then sleeps in the kernel.  The budget adapts
  * to the waits a sleeper turns out to have needed (the last thread
- * stamps its arrival): one within GL_BARRIER_SPIN_MAX_US sets it back to
- * that, a longer one halves it, down to GL_BARRIER_SPIN_MIN_US (another
+ * stamps its arrival): doubled by one within GL_BARRIER_SPIN_MAX_US (a
+ * longer spin would have saved the sleep), halved by a longer one (another
  * process has a CPU, or the work is uneven: spinning then takes a CPU the
- * late thread may need, and would not have saved the sleep).  Zero-
- * initialize, then gl_barrier_init before the region. */
+ * late thread may need, and would not have saved it), within
+ * [GL_BARRIER_SPIN_MIN_US, GL_BARRIER_SPIN_MAX_US].  Zero-initialize,
+ * then gl_barrier_init before the region. */
 typedef struct gl_barrier {
     atomic_uint arrived;      /* threads at the barrier this round */
     atomic_uint round;        /* bumped by the last thread of each round */
@@ -37,7 +38,7 @@ typedef struct gl_barrier {
     unsigned n;
 } gl_barrier;
 #define GL_BARRIER_SPIN_MIN_US 2
-#define GL_BARRIER_SPIN_MAX_US 50
+#define GL_BARRIER_SPIN_MAX_US 200
 void gl_barrier_init(gl_barrier *b, int n_threads);
 /* Every one of the n threads calls it; none returns before all have
  * arrived, and every write before it is visible to all after it. */
