@@ -27,8 +27,9 @@ void gl_set_threads(int n);
  * longer spin would have saved the sleep), halved by a longer one (another
  * process has a CPU, or the work is uneven: spinning then takes a CPU the
  * late thread may need, and would not have saved it), within
- * [GL_BARRIER_SPIN_MIN_US, GL_BARRIER_SPIN_MAX_US].  Zero-initialize,
- * then gl_barrier_init before the region. */
+ * [GL_BARRIER_SPIN_MIN_US, GL_BARRIER_SPIN_MAX_US].  gl_barrier_init
+ * once before the first use; the barrier is whole again after every
+ * round, so one serves any number of regions of the same n threads. */
 typedef struct gl_barrier {
     atomic_uint arrived;      /* threads at the barrier this round */
     atomic_uint round;        /* bumped by the last thread of each round */
