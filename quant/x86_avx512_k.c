@@ -378,9 +378,30 @@ INLINE __m512i add_bit5(__m512i q, __m512i h, int c, int c2) {
 /* R rows (x, stride xs) times one column y, s[r] for r < R: Q4_K, or
  * Q5_K (Q5: the fifth bits, and its mins term summed to one float per
  * block as its vec_dot does). */
+/* One Q4_K/Q5_K block's integer sums against the activation pairs y0..y3,
+ * weighted by the sub-block scales sb (picked per pair by c0..c3): the 16
+ * int32 lanes both one-row and four-row tiles fold into vec_dot's lanes. */
+INLINE __m512i q45k_block_sums(const uint8_t *qs, const uint8_t *qh, __m512i sb, __m512i y0, __m512i y1, __m512i y2,
+                               __m512i y3, __m512i c0, __m512i c1, __m512i c2, __m512i c3, const int Q5, const int vnni) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i q0 = load512(qs), q1 = load512(qs + 64);
+    __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
+    __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+    if (Q5) {
+        const __m512i h = _mm512_broadcast_i64x4(load256(qh));
+        lo0 = add_bit5(lo0, h, 0, 2);
+        hi0 = add_bit5(hi0, h, 1, 3);
+        lo1 = add_bit5(lo1, h, 4, 6);
+        hi1 = add_bit5(hi1, h, 5, 7);
+    }
+    __m512i sum = _mm512_madd_epi16(_mm512_maddubs_epi16(lo0, y0), _mm512_shuffle_epi8(sb, c0));
+    sum = madd_acc(sum, _mm512_maddubs_epi16(hi0, y1), _mm512_shuffle_epi8(sb, c1), vnni);
+    sum = madd_acc(sum, _mm512_maddubs_epi16(lo1, y2), _mm512_shuffle_epi8(sb, c2), vnni);
+    return madd_acc(sum, _mm512_maddubs_epi16(hi1, y3), _mm512_shuffle_epi8(sb, c3), vnni);
+}
+
 INLINE void q45k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int R,
                       const int vnni, const int Q5) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i c0 = word_pick(0, 2), c1 = word_pick(1, 3), c2 = word_pick(4, 6), c3 = word_pick(5, 7);
     const size_t bs = Q5 ? sizeof(qt_block_q5_K) : sizeof(qt_block_q4_K);
     /* where d | dmin, the scales, qh and qs start in a block */
@@ -414,20 +435,7 @@ INLINE void q45k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
                 accm[r] = _mm_fnmadd_ps(_mm_movehdup_ps(dd), _mm_cvtepi32_ps(prod), accm[r]);
             }
             const __m512i sb = _mm512_broadcast_i32x4(sm);
-            const __m512i q0 = load512(xb + o_qs), q1 = load512(xb + o_qs + 64);
-            __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
-            __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
-            if (Q5) {
-                const __m512i h = _mm512_broadcast_i64x4(load256(xb + o_qh));
-                lo0 = add_bit5(lo0, h, 0, 2);
-                hi0 = add_bit5(hi0, h, 1, 3);
-                lo1 = add_bit5(lo1, h, 4, 6);
-                hi1 = add_bit5(hi1, h, 5, 7);
-            }
-            __m512i sum = _mm512_madd_epi16(_mm512_maddubs_epi16(lo0, y0), _mm512_shuffle_epi8(sb, c0));
-            sum = madd_acc(sum, _mm512_maddubs_epi16(hi0, y1), _mm512_shuffle_epi8(sb, c1), vnni);
-            sum = madd_acc(sum, _mm512_maddubs_epi16(lo1, y2), _mm512_shuffle_epi8(sb, c2), vnni);
-            sum = madd_acc(sum, _mm512_maddubs_epi16(hi1, y3), _mm512_shuffle_epi8(sb, c3), vnni);
+            const __m512i sum = q45k_block_sums(xb + o_qs, xb + o_qh, sb, y0, y1, y2, y3, c0, c1, c2, c3, Q5, vnni);
             acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), fold16(sum), acc[r]);
         }
     }
@@ -450,7 +458,6 @@ INLINE void q45k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
  * a third of q45k_rows' instructions per block and row. */
 INLINE void q45k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_block_q8_K *y, const int vnni,
                        const int Q5) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i c0 = word_pick(0, 2), c1 = word_pick(1, 3), c2 = word_pick(4, 6), c3 = word_pick(5, 7);
     const __m512i sh4 = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
     const __m512i pick_dmin = _mm512_set_epi32(7, 7, 7, 7, 5, 5, 5, 5, 3, 3, 3, 3, 1, 1, 1, 1);
@@ -498,21 +505,7 @@ INLINE void q45k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_bl
              * be a constant where the loop is not unrolled) */
             const __m512i sb = _mm512_permutexvar_epi32(
                 _mm512_add_epi32(_mm512_set1_epi32(4 * r), _mm512_set4_epi32(3, 2, 1, 0)), sm);
-            const __m512i q0 = load512(xb[r] + o_qs), q1 = load512(xb[r] + o_qs + 64);
-            __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
-            __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
-            if (Q5) {
-                const __m512i h = _mm512_broadcast_i64x4(load256(xb[r] + 16));
-                lo0 = add_bit5(lo0, h, 0, 2);
-                hi0 = add_bit5(hi0, h, 1, 3);
-                lo1 = add_bit5(lo1, h, 4, 6);
-                hi1 = add_bit5(hi1, h, 5, 7);
-            }
-            __m512i sum = _mm512_madd_epi16(_mm512_maddubs_epi16(lo0, y0), _mm512_shuffle_epi8(sb, c0));
-            sum = madd_acc(sum, _mm512_maddubs_epi16(hi0, y1), _mm512_shuffle_epi8(sb, c1), vnni);
-            sum = madd_acc(sum, _mm512_maddubs_epi16(lo1, y2), _mm512_shuffle_epi8(sb, c2), vnni);
-            sum = madd_acc(sum, _mm512_maddubs_epi16(hi1, y3), _mm512_shuffle_epi8(sb, c3), vnni);
-            sums[r] = sum;
+            sums[r] = q45k_block_sums(xb[r] + o_qs, xb[r] + 16, sb, y0, y1, y2, y3, c0, c1, c2, c3, Q5, vnni);
         }
         acc[0] = _mm512_fmadd_ps(pick2(dd, 0, 2), fold16x2(sums[0], sums[1]), acc[0]);
         acc[1] = _mm512_fmadd_ps(pick2(dd, 4, 6), fold16x2(sums[2], sums[3]), acc[1]);

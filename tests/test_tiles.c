@@ -262,21 +262,25 @@ static void fill_act_block(float *x, int len, int k) {
     }
 }
 
-static void test_amx_pack_f32(void) {
-    const qt_tiles *tiles = qt_tiles_amx(QT_Q4_K);
-    TEST_BEGIN("amx/pack_f32_q8_K");
-    static const int shapes[][2] = {{1, 1}, {1, 16}, {2, 5}, {4, 17}, {3, 40}, {8, 33}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const int nb = shapes[i][0], cols = shapes[i][1], n = nb * QT_QK_K, tiles_n = (cols + QT_TILE_COLS - 1) / QT_TILE_COLS;
+/* A set's packer from float activations against the reference quantizer
+ * (act, qk elements per block) + the packer ref_pack, partial tiles. */
+typedef void (*quantize_fn)(const float *src, void *dst, int64_t n);
+typedef void (*pack_fn)(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
+static void check_pack_f32(const char *name, const qt_tiles *tiles, qt_type act, int qk, quantize_fn quant,
+                           pack_fn ref_pack, const int (*shapes)[2], size_t n_shapes) {
+    TEST_BEGIN(name);
+    for (size_t i = 0; i < n_shapes; i++) {
+        const int nb = shapes[i][0], cols = shapes[i][1], n = nb * qk, tiles_n = (cols + QT_TILE_COLS - 1) / QT_TILE_COLS;
+        const size_t row = qt_row_size(act, n);
         float *x = test_xmalloc(sizeof(float) * (size_t)n * cols);
-        qt_block_q8_K *xq = test_xmalloc(sizeof *xq * (size_t)nb * cols);
-        for (int b = 0; b < nb * cols; b++) fill_act_block(x + (size_t)b * QT_QK_K, QT_QK_K, b + (int)i);
-        for (int c = 0; c < cols; c++) qt_quantize_act_q8_K(x + (size_t)c * n, xq + (size_t)c * nb, n);
+        uint8_t *xq = test_xmalloc(row * cols);
+        for (int b = 0; b < nb * cols; b++) fill_act_block(x + (size_t)b * qk, qk, b + (int)i);
+        for (int c = 0; c < cols; c++) quant(x + (size_t)c * n, xq + row * c, n);
         const size_t bytes = tiles->pack_size(n, cols);
         uint8_t *want = test_xmalloc(bytes), *got = test_xmalloc(bytes);
         memset(got, 0x5a, bytes);
         for (int t = 0; t < tiles_n; t++) {
-            tiles->pack(n, xq, sizeof *xq * (size_t)nb, cols, t, want);
+            ref_pack(n, xq, row, cols, t, want);
             tiles->pack_f32(n, x, cols, t, got);
         }
         CHECK(memcmp(want, got, bytes) == 0, "nb %d cols %d: packed from floats differs from quantize + pack", nb, cols);
@@ -285,30 +289,18 @@ static void test_amx_pack_f32(void) {
     TEST_END();
 }
 
-/* The Q8_0 set's packer from float activations against quantize_act +
- * the portable packer, odd and even block counts, partial tiles. */
+static void test_amx_pack_f32(void) {
+    static const int shapes[][2] = {{1, 1}, {1, 16}, {2, 5}, {4, 17}, {3, 40}, {8, 33}};
+    const qt_tiles *tiles = qt_tiles_amx(QT_Q4_K);
+    check_pack_f32("amx/pack_f32_q8_K", tiles, QT_Q8_K, QT_QK_K, qt_quantize_act_q8_K, tiles->pack, shapes,
+                   sizeof shapes / sizeof shapes[0]);
+}
+
+/* The Q8_0 set's packer, odd and even block counts. */
 static void test_pack_f32_q8_0(void) {
-    const qt_tiles *tiles = qt_tiles_avx512_vnni(QT_Q8_0);
-    TEST_BEGIN("avx512-vnni/pack_f32_q8_0");
     static const int shapes[][2] = {{1, 1}, {1, 16}, {2, 5}, {3, 17}, {4, 40}, {9, 33}, {64, 20}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const int nb = shapes[i][0], cols = shapes[i][1], n = nb * QT_QK8_0, tiles_n = (cols + QT_TILE_COLS - 1) / QT_TILE_COLS;
-        float *x = test_xmalloc(sizeof(float) * (size_t)n * cols);
-        qt_block_q8_0 *xq = test_xmalloc(sizeof *xq * (size_t)nb * cols);
-        for (int b = 0; b < nb * cols; b++) fill_act_block(x + (size_t)b * QT_QK8_0, QT_QK8_0, b + (int)i);
-        for (int c = 0; c < cols; c++) qt_quantize_act_q8_0(x + (size_t)c * n, xq + (size_t)c * nb, n);
-        const size_t bytes = tiles->pack_size(n, cols);
-        uint8_t *want = test_xmalloc(bytes), *got = test_xmalloc(bytes);
-        memset(got, 0x5a, bytes);
-        for (int t = 0; t < tiles_n; t++) {
-            qt_tiles_pack_q8_0_ref(n, xq, sizeof *xq * (size_t)nb, cols, t, want);
-            tiles->pack_f32(n, x, cols, t, got);
-        }
-        CHECK(memcmp(want, got, bytes) == 0, "nb %d cols %d: packed from floats differs from quantize_act + pack", nb,
-              cols);
-        free(x), free(xq), free(want), free(got);
-    }
-    TEST_END();
+    check_pack_f32("avx512-vnni/pack_f32_q8_0", qt_tiles_avx512_vnni(QT_Q8_0), QT_Q8_0, QT_QK8_0,
+                   qt_quantize_act_q8_0, qt_tiles_pack_q8_0_ref, shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 /* A column's outputs alone and inside a 40-column call, bit for bit. */
