@@ -34,10 +34,14 @@ qlm_tval *tm_fail(tm_rt *rt, const char *fmt, ...)
         vsnprintf(rt->err->msg, sizeof rt->err->msg, fmt, ap);
         va_end(ap);
         rt->err->code = QLM_EUSAGE;
-        /* Errors are one line, even a raise_exception("a\nb"). */
+        /* Errors are one line, even a raise_exception("a\nb"), and never
+         * empty, even a raise_exception("") or one whose text starts with
+         * a NUL: callers print the message as the whole diagnosis. */
         for (char *c = rt->err->msg; *c; c++)
             if (*c == '\n' || *c == '\r')
                 *c = ' ';
+        if (!rt->err->msg[0])
+            snprintf(rt->err->msg, sizeof rt->err->msg, "template raised an error with an empty message");
     }
     return NULL;
 }

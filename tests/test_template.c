@@ -648,6 +648,12 @@ static void test_limits(void)
                  &mem, QLM_EUSAGE, "more than 1 MiB of memory");
     expect_error("errors: a raise_exception message with newlines comes back on one line",
                  "{{ raise_exception('first\\nsecond') }}", NULL, QLM_EUSAGE, "first second");
+    /* Found by fuzz_template in CI: an empty message (or one starting
+     * with a NUL) left err.msg empty, and callers print it as the error. */
+    expect_error("errors: an empty raise_exception message still says what happened",
+                 "{{ raise_exception('') }}", NULL, QLM_EUSAGE, "empty message");
+    expect_error("errors: a raise_exception message starting with a NUL is not empty",
+                 "{{ raise_exception('\\x00boom') }}", NULL, QLM_EUSAGE, "empty message");
     expect_error("limits: range is capped like the sandbox's", "{{ range(10**9)|list }}", NULL,
                  QLM_EUSAGE, "Range too big");
     static const char deep[] = "{% set ns = namespace(a=[], b=[]) %}{% for i in range(50000) %}"
