@@ -437,7 +437,16 @@ static const char *dotted_name(ps *P)
         next(P);
     }
     char *s = tm_strdup(P->a, first->s, len);
-    return s ? s : nomem(P);
+    if (!s)
+        return nomem(P);
+    /* "a .\n b" names the filter "a.b", as in jinja2; the slice's
+     * whitespace would also put a newline into the error message. */
+    char *o = s;
+    for (const char *c = s; *c; c++)
+        if (!strchr(" \t\n\r\f\v", *c))
+            *o++ = *c;
+    *o = '\0';
+    return s;
 }
 
 /* Filters after "|" on node (NULL in {% filter %} and {% set %} blocks). */

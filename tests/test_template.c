@@ -654,6 +654,10 @@ static void test_limits(void)
                  "{{ raise_exception('') }}", NULL, QLM_EUSAGE, "empty message");
     expect_error("errors: a raise_exception message starting with a NUL is not empty",
                  "{{ raise_exception('\\x00boom') }}", NULL, QLM_EUSAGE, "empty message");
+    /* Found by fuzz_template: the dotted filter name was the source slice,
+     * line break and all, and so was the error quoting it. */
+    expect_error("errors: a dotted filter name split over lines is named without the break",
+                 "{{ x|no\n . such }}", NULL, QLM_ELOAD, "no filter named 'no.such'");
     expect_error("limits: range is capped like the sandbox's", "{{ range(10**9)|list }}", NULL,
                  QLM_EUSAGE, "Range too big");
     static const char deep[] = "{% set ns = namespace(a=[], b=[]) %}{% for i in range(50000) %}"
