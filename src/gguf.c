@@ -524,7 +524,7 @@ void gguf_close(gguf_ctx *ctx)
     free(P->t_sorted);
     if (ctx->locked) munlock(ctx->base, ctx->size);
     if (ctx->mapped && ctx->size) munmap((void *)ctx->base, ctx->size);
-    if (ctx->owned) free((void *)ctx->base);
+    if (ctx->owned) munmap((void *)ctx->base, ctx->size);
     free(P);
 }
 
@@ -562,10 +562,18 @@ const char *gguf_load_mode_name(gguf_load_mode m)
 }
 
 /* Reads all of fd into a new buffer, in large sequential chunks. */
+/* --no-mmap's copy: anonymous memory, asked for in transparent huge pages.
+ * Decoding streams every weight once per token, and here (a KVM guest) a
+ * 1 GB copy read 1.20x as fast as the same bytes through the file mapping
+ * (Q8_0 matmuls of one token, one thread, CPU time), 1.05x as fast as a
+ * copy in 4 KB pages; with the ask ignored it is an ordinary copy. */
 static void *read_whole(int fd, size_t size, int *e)
 {
-    uint8_t *buf = malloc(size);
-    if (!buf) { *e = ENOMEM; return NULL; }
+    uint8_t *buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) { *e = ENOMEM; return NULL; }
+#ifdef MADV_HUGEPAGE
+    madvise(buf, size, MADV_HUGEPAGE);
+#endif
 #ifdef POSIX_FADV_SEQUENTIAL
     posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -576,7 +584,7 @@ static void *read_whole(int fd, size_t size, int *e)
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             *e = r < 0 ? errno : EIO; /* EOF early: the file shrank under us */
-            free(buf);
+            munmap(buf, size);
             return NULL;
         }
         n += (size_t)r;
@@ -647,8 +655,7 @@ int gguf_open_mode(gguf_ctx **out, const char *path, gguf_load_mode mode, qlm_er
     qlm_err *pe = err ? err : &local;
     int rc = gguf_open_mem(out, m, size, pe);
     if (rc) {
-        if (mode == GGUF_LOAD_READ) free(m);
-        else munmap(m, size);
+        munmap(m, size);
         char why[sizeof pe->msg];
         memcpy(why, pe->msg, sizeof why);
         return qlm_fail(err, rc, "%s: %s", path, why);

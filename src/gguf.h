@@ -66,7 +66,7 @@ typedef struct gguf_ctx {
     const uint8_t *base;   /* whole file */
     size_t size;
     bool mapped;           /* base is an mmap we own (else caller's memory) */
-    bool owned;            /* base is a heap copy we own (--no-mmap) */
+    bool owned;            /* base is an anonymous copy we own (--no-mmap) */
     bool locked;           /* base is mlock'ed (--mlock) */
     uint32_t version;
     uint64_t n_kv;

@@ -20,6 +20,7 @@ typedef struct bench_opts {
     int tg[MAX_LIST], n_tg;
     int threads[MAX_LIST], n_threads;
     int reps, n_batch, depth;
+    int load_mode; /* gguf_load_mode, -1: default (mmap) */
     qlm_kv_type kv_k[MAX_LIST], kv_v[MAX_LIST];
     int n_kv;
     enum { OUT_TABLE, OUT_CSV, OUT_JSON } out;
@@ -43,6 +44,10 @@ static void bench_usage(FILE *f)
         "      --kv-type LIST   KV cache types to compare, e.g. int8,f16,f32 (default int8)\n"
         "  -ctk, -ctv T         K or V cache type alone (one configuration)\n"
         "  -o, --output FMT     table (default), csv or json\n"
+        "      --mmap, --no-mmap, --mlock\n"
+        "                       how the weights are loaded, as in qlm run (default\n"
+        "                       --mmap; --no-mmap reads them into anonymous memory,\n"
+        "                       like llama-bench -mmp 0)\n"
         "      --kernels        instead: each type's dot-product kernels per ISA level in\n"
         "                       GB/s, next to memory bandwidth (qlm bench --kernels --help)\n");
 }
@@ -69,10 +74,13 @@ static int parse_list(const char *flag, const char *s, int lo, int *out, int *n)
 static int parse_args(int argc, char **argv, bench_opts *o)
 {
     *o = (bench_opts){.pp = {512}, .n_pp = 1, .tg = {128}, .n_tg = 1, .reps = 5, .n_batch = 512,
-                      .kv_k = {QLM_KV_I8}, .kv_v = {QLM_KV_I8}, .n_kv = 1};
+                      .kv_k = {QLM_KV_I8}, .kv_v = {QLM_KV_I8}, .n_kv = 1, .load_mode = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(stdout); return -1; }
+        const int lf = qlm_cli_load_flag(a, &o->load_mode);
+        if (lf < 0) return QLM_EUSAGE;
+        if (lf) continue;
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         if (!v) return qlm_cli_error(QLM_EUSAGE, "%s: missing value (qlm bench --help)", a);
         long l;
@@ -179,7 +187,8 @@ int qlm_cmd_bench(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     qlm_err err = {0};
     qlm_model *m = NULL;
-    if ((rc = qlm_model_load(&m, o.model, &err))) return qlm_cli_report(&err);
+    const gguf_load_mode lm = o.load_mode < 0 ? GGUF_LOAD_MMAP : (gguf_load_mode)o.load_mode;
+    if ((rc = qlm_model_load_mode(&m, o.model, lm, &err))) return qlm_cli_report(&err);
     if (!o.n_threads) o.threads[o.n_threads++] = 0;
     int max_ctx = 16;
     for (int i = 0; i < o.n_pp; i++) max_ctx = o.pp[i] > max_ctx ? o.pp[i] : max_ctx;
