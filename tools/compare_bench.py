@@ -17,6 +17,12 @@ Usage:
   tools/build_llamacpp.sh
   python3 tools/compare_bench.py -m MODEL [-m MODEL2 ...] [-t 2] [-p 512] [-n 128] [--rounds 3] [-r 3]
 
+--no-mmap loads the weights into anonymous memory on both sides (qlm
+--no-mmap: huge pages where the kernel grants them; llama-bench -lm none)
+instead of mapping the file.  Decoding streams every weight once per token,
+so how fast the weights' pages read matters: in a KVM guest, a file's page
+cache pages can read well below freshly allocated memory.
+
 With several models, each is measured in turn and a last table puts every
 model's ratios together (the README's performance table).
 """
@@ -42,7 +48,7 @@ def run_json(cmd):
 
 def llama_rows(model, a):
     rows = run_json([str(LLAMA_BENCH), "-m", model, "-t", str(a.threads), "-p", str(a.p),
-                     "-n", str(a.n), "-r", str(a.reps), "-o", "json"])
+                     "-n", str(a.n), "-r", str(a.reps), "-o", "json"] + (["-lm", "none"] if a.no_mmap else []))
     res = {}
     for r in rows:
         test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
@@ -52,7 +58,7 @@ def llama_rows(model, a):
 
 def qlm_rows(model, a):
     rows = run_json([str(REPO / "qlm"), "bench", "-m", model, "-t", str(a.threads), "-p", str(a.p),
-                     "-n", str(a.n), "-r", str(a.reps), "-o", "json"])
+                     "-n", str(a.n), "-r", str(a.reps), "-o", "json"] + (["--no-mmap"] if a.no_mmap else []))
     return {r["test"]: r["avg_ts"] for r in rows}
 
 
@@ -90,6 +96,8 @@ def main():
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("-r", "--reps", type=int, default=3, help="repetitions inside each bench run")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of both programs")
+    ap.add_argument("--no-mmap", action="store_true",
+                    help="both programs read the weights into anonymous memory instead of mapping the file")
     a = ap.parse_args()
     if not LLAMA_BENCH.exists():
         sys.exit(f"error: {LLAMA_BENCH} missing; run tools/build_llamacpp.sh first")
@@ -120,7 +128,8 @@ def compare(model, a):
                 acc.setdefault(test, []).append(ts)
         print(f"round {rnd + 1}/{a.rounds} done", file=sys.stderr)
 
-    print(f"model {model}, {a.threads} threads, {a.rounds} alternating rounds x {a.reps} reps")
+    print(f"model {model}, {a.threads} threads, {a.rounds} alternating rounds x {a.reps} reps"
+          f"{', weights read into memory (--no-mmap)' if a.no_mmap else ''}")
     print(f"| test | llama.cpp t/s | qlm t/s | qlm / llama.cpp (min..max over rounds) |")
     print(f"|---|---|---|---|")
     rows = []
