@@ -9,8 +9,9 @@
 
 /* Best-of-reps read bandwidth in GB/s (1e9 bytes/s) over a buffer of
  * `bytes` (use several times the last-level cache), read by all OpenMP
- * threads, each a contiguous share, as a STREAM-style sum.  Returns 0 if
- * the buffer cannot be allocated. */
+ * threads, each a contiguous share, as a STREAM-style sum; the buffer is
+ * asked for in transparent huge pages.  Returns 0 if it cannot be
+ * allocated. */
 double gl_read_bandwidth(size_t bytes, int reps);
 
 #endif
