@@ -69,8 +69,41 @@ static void ref_pv_f16(int n, int d, const uint16_t *v, int64_t ldv, const int32
     }
 }
 
+static void ref_qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k,
+                             int64_t ldk, const float *kd, int64_t lds, float *s, int64_t ld_s)
+{
+    for (int h = 0; h < nq; h++) ref_qk_i8(n[h], d, q + (int64_t)h * d, qd[h], k, ldk, kd, lds, NULL, s + h * ld_s);
+}
+
+static void ref_pv_i8_causal(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                             float *p, int64_t ld_p, float *out, int64_t ld_o, float *work)
+{
+    (void)work;
+    for (int h = 0; h < nq; h++) {
+        float *w = p + h * ld_p, m = 0.0f;
+        for (int r = 0; r < n[h]; r++) {
+            w[r] = w[r] * vd[r * lds];
+            m = fmaxf(m, w[r]);
+        }
+        const float id = m > 0.0f ? 32767.0f / m : 0.0f, sc = m / 32767.0f;
+        for (int e = 0; e < d; e++) {
+            float acc = 0.0f;
+            for (int r0 = 0; r0 < n[h]; r0 += QT_KV_CAUSAL_TILE) {
+                int32_t sum = 0;
+                for (int r = r0; r < n[h] && r < r0 + QT_KV_CAUSAL_TILE; r++) {
+                    const long q = lrintf(w[r] * id);
+                    sum += (int32_t)(q > 32767 ? 32767 : q < 0 ? 0 : q) * v[r * ldv + e];
+                }
+                acc += (float)sum;
+            }
+            out[h * ld_o + e] = acc * sc;
+        }
+    }
+}
+
 static const qt_kv_ops ref_ops = {.name = "scalar", .qk_i8 = ref_qk_i8, .qk_f16 = ref_qk_f16,
-                                  .pv_i8 = ref_pv_i8, .pv_f16 = ref_pv_f16, .quantize_i8 = ref_quantize_i8};
+                                  .pv_i8 = ref_pv_i8, .pv_f16 = ref_pv_f16, .quantize_i8 = ref_quantize_i8,
+                                  .qk_i8_causal = ref_qk_i8_causal, .pv_i8_causal = ref_pv_i8_causal};
 
 const qt_kv_ops *qt_kv_ref(void) { return &ref_ops; }
 

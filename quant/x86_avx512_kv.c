@@ -350,6 +350,196 @@ static void pv_i8_multi(int n, int d, int nq, const int8_t *v, int64_t ldv, cons
     if (nq - h == 1) pv_rows_nq(n, v, ldv, idx, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 1);
 }
 
+/* ---- a prompt's causal block (d = 64, rows 0..n[h]-1) ------------------
+ *
+ * The multi kernels' steps, but each K tile goes into row-per-lane form
+ * and each V tile is widened to f32 once for every query of the block
+ * (a run of tokens times a KV head's query heads) instead of once per
+ * token: queries past whose rows a tile lies skip it.  A query's pv
+ * chains go from one V tile to the next through work. */
+
+/* dot64_bcast in two chains (integer adds: exact in any order), so that a
+ * query's 16 steps are not one dependent chain */
+INLINE __m512i dot64_bcast2(int32_t corr, const __m512i u[16], const int8_t *q)
+{
+    __m512i a0 = _mm512_set1_epi32(-corr), a1 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int j = 0; j < 16; j += 2) {
+        __asm__("%{evex%} vpdpbusd %2%{1to16%}, %1, %0" : "+v"(a0) : "v"(u[j]), "m"(*(const int32_t *)(q + 4 * j)));
+        __asm__("%{evex%} vpdpbusd %2%{1to16%}, %1, %0" : "+v"(a1) : "v"(u[j + 1]), "m"(*(const int32_t *)(q + 4 * j + 4)));
+    }
+    return _mm512_add_epi32(a0, a1);
+}
+
+static void qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k,
+                         int64_t ldk, const float *kd, int64_t lds, float *s, int64_t ld_s)
+{
+    (void)d; /* 64 */
+    int32_t corr[QT_KV_CAUSAL_MAXQ]; /* 128 * sum(q), as in qk_i8_multi */
+    int n_max = 0;
+    for (int h = 0; h < nq; h++) {
+        int32_t sum = 0;
+        for (int e = 0; e < 64; e++) sum += q[h * 64 + e];
+        corr[h] = 128 * sum;
+        if (n[h] > n_max) n_max = n[h];
+    }
+    for (int r0 = 0; r0 < n_max; r0 += 16) {
+        __m512i u[16];
+        k_lanes(k, ldk, NULL, r0, n_max, u);
+        __m512 vkd;
+        if (lds == 1) {
+            vkd = _mm512_maskz_loadu_ps(mask16(n_max - r0), kd + r0);
+        } else {
+            float kv[16];
+            for (int i = 0; i < 16; i++) kv[i] = r0 + i < n_max ? kd[(int64_t)(r0 + i) * lds] : 0.0f;
+            vkd = _mm512_loadu_ps(kv);
+        }
+        for (int h = 0; h < nq; h++) {
+            if (n[h] <= r0) continue;
+            const __m512i acc = dot64_bcast2(corr[h], u, q + h * 64);
+            /* (float)sum * (qd * kd), as qk_i8 */
+            const __m512 w = _mm512_mul_ps(_mm512_set1_ps(qd[h]), vkd);
+            _mm512_mask_storeu_ps(s + h * ld_s + r0, mask16(n[h] - r0), _mm512_mul_ps(_mm512_cvtepi32_ps(acc), w));
+        }
+    }
+}
+
+#define QT_X86_DPWSSD_B "%{evex%} vpdpwssd %2%{1to16%}, %1, %0"
+
+/* Ranks r0..re-1 (re rounded up to a pair; the weight past a query's last
+ * rank is 0) of one V tile (vt: per pair of ranks 4 vectors, lane e of
+ * vector i holding the pair's elements 16i + e as int16s) for nqq
+ * queries with the same ranks; weights W (int16, ld_w apart), the f32
+ * sums carried in fa (64 per query), results times sc at o when the tile
+ * is the queries' last.  Two sets of chains per query, pairs alternating:
+ * integer sums, so exact in any order. */
+INLINE void pv16_tile(int r0, int re, int last, const __m512i *vt, const int16_t *w, int64_t ld_w, float *fa,
+                      const float *sc, float *o, int64_t ld_o, const int nqq)
+{
+    __m512i a[2][2][4];
+#pragma GCC unroll 2
+    for (int h = 0; h < nqq; h++)
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) a[h][0][i] = a[h][1][i] = _mm512_setzero_si512();
+    int r = r0;
+    for (; r + 2 < re; r += 4) {
+        const __m512i *x0 = vt + (r - r0) / 2 * 4, *x1 = x0 + 4;
+        __m512i v0[4], v1[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            v0[i] = _mm512_load_si512(x0 + i);
+            v1[i] = _mm512_load_si512(x1 + i);
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < nqq; h++) {
+            const int32_t *wp = (const int32_t *)(w + h * ld_w + r);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                __asm__(QT_X86_DPWSSD_B : "+v"(a[h][0][i]) : "v"(v0[i]), "m"(wp[0]));
+                __asm__(QT_X86_DPWSSD_B : "+v"(a[h][1][i]) : "v"(v1[i]), "m"(wp[1]));
+            }
+        }
+    }
+    if (r < re) {
+        const __m512i *x0 = vt + (r - r0) / 2 * 4;
+#pragma GCC unroll 2
+        for (int h = 0; h < nqq; h++) {
+            const int32_t *wp = (const int32_t *)(w + h * ld_w + r);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) __asm__(QT_X86_DPWSSD_B : "+v"(a[h][0][i]) : "v"(_mm512_load_si512(x0 + i)), "m"(wp[0]));
+        }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < nqq; h++)
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            const __m512 t = _mm512_cvtepi32_ps(_mm512_add_epi32(a[h][0][i], a[h][1][i]));
+            const __m512 acc = r0 ? _mm512_add_ps(_mm512_loadu_ps(fa + h * 64 + 16 * i), t) : t;
+            if (last)
+                _mm512_storeu_ps(o + h * ld_o + 16 * i, _mm512_mul_ps(acc, _mm512_set1_ps(sc[h])));
+            else
+                _mm512_storeu_ps(fa + h * 64 + 16 * i, acc);
+        }
+}
+
+/* Weights of one query to int16 in place (W[r] at the r-th int16 of p,
+ * written behind the floats still to be read), W[n] = 0 for a whole last
+ * pair; returns m / 32767. */
+static float pv16_weights(int n, float *p, const float *vd, int64_t lds)
+{
+    __m512 mx = _mm512_setzero_ps();
+    int r = 0;
+    for (; r < n; r += 16) {
+        const __mmask16 m = mask16(n - r);
+        __m512 x;
+        if (lds == 1) {
+            x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + r), _mm512_maskz_loadu_ps(m, vd + r));
+        } else {
+            float t[16] = {0};
+            for (int i = 0; i < 16 && r + i < n; i++) t[i] = p[r + i] * vd[(int64_t)(r + i) * lds];
+            x = _mm512_loadu_ps(t);
+        }
+        _mm512_mask_storeu_ps(p + r, m, x);
+        mx = _mm512_max_ps(x, mx); /* a NaN weight is passed over, as fmaxf does */
+    }
+    const float m = _mm512_reduce_max_ps(mx);
+    const __m512 vid = _mm512_set1_ps(m > 0.0f ? 32767.0f / m : 0.0f);
+    const __m512i lo = _mm512_setzero_si512(), hi = _mm512_set1_epi32(32767);
+    int16_t *w = (int16_t *)p;
+    for (r = 0; r < n; r += 16) {
+        const __mmask16 k = mask16(n - r);
+        const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, p + r), vid));
+        _mm256_mask_storeu_epi16(w + r, k, _mm512_cvtepi32_epi16(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi)));
+    }
+    w[n] = 0;
+    return m / 32767.0f;
+}
+
+static void pv_i8_causal(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                         float *p, int64_t ld_p, float *out, int64_t ld_o, float *work)
+{
+    (void)d; /* 64 */
+    enum { CT = QT_KV_CAUSAL_TILE };
+    __m512i *vt = (__m512i *)work;
+    float *fa = work + CT * 32, *sc = fa + (size_t)nq * 64;
+    int n_max = 0;
+    for (int h = 0; h < nq; h++) {
+        sc[h] = pv16_weights(n[h], p + h * ld_p, vd, lds);
+        if (n[h] > n_max) n_max = n[h];
+    }
+    const int16_t *w = (const int16_t *)p;
+    const int64_t ld_w = 2 * ld_p;
+    const __m512i lo16 = _mm512_set1_epi32(0xffff);
+    for (int r0 = 0; r0 < n_max; r0 += CT) {
+        const int nt = n_max - r0 < CT ? n_max - r0 : CT;
+        for (int i = 0; i < nt; i += 2) { /* a missing odd rank: zeros */
+            const int8_t *v0 = v + (int64_t)(r0 + i) * ldv, *v1 = v0 + ldv;
+            const __mmask16 m1 = i + 1 < nt ? 0xffff : 0;
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                const __m512i x0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(v0 + 16 * j)));
+                const __m512i x1 = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m1, v1 + 16 * j));
+                /* rank r0 + i in the low half, the next in the high one */
+                _mm512_store_si512(vt + i / 2 * 4 + j, _mm512_or_si512(_mm512_and_si512(x0, lo16), _mm512_slli_epi32(x1, 16)));
+            }
+        }
+        for (int h = 0; h < nq;) {
+            if (n[h] <= r0) {
+                h++;
+                continue;
+            }
+            const int re = n[h] < r0 + CT ? n[h] : r0 + CT, last = re == n[h];
+            if (h + 1 < nq && n[h + 1] == n[h]) {
+                pv16_tile(r0, re, last, vt, w + h * ld_w, ld_w, fa + h * 64, sc + h, out + h * ld_o, ld_o, 2);
+                h += 2;
+            } else {
+                pv16_tile(r0, re, last, vt, w + h * ld_w, ld_w, fa + h * 64, sc + h, out + h * ld_o, ld_o, 1);
+                h++;
+            }
+        }
+    }
+}
+
 /* ---- int8 quantizer (kv_ref.c's, the same bits) -----------------------
  * max(|x|) ignoring NaNs as fmaxf does (vmaxps returns its second operand,
  * the running maximum, when the first is NaN; the maximum of the rest
@@ -379,7 +569,8 @@ const qt_kv_ops qt_kv_avx512 = {.name = "avx512", .qk_i8 = qk_i8, .qk_f16 = qk_f
                                 .pv_i8_multi = pv_i8_multi, .quantize_i8 = quantize_i8};
 const qt_kv_ops qt_kv_avx512_vnni = {.name = "avx512-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16,
                                      .pv_i8 = pv_i8, .pv_f16 = pv_f16, .qk_i8_multi = qk_i8_multi,
-                                     .pv_i8_multi = pv_i8_multi, .quantize_i8 = quantize_i8};
+                                     .pv_i8_multi = pv_i8_multi, .quantize_i8 = quantize_i8,
+                                     .qk_i8_causal = qk_i8_causal, .pv_i8_causal = pv_i8_causal};
 
 #else
 typedef int qt_x86_avx512_kv_unused;

@@ -37,6 +37,10 @@ struct qlm_ctx {
     int *cells;     /* [T] KV cells of the micro-batch */
     int *out_row;   /* [T] a token's row of logits in this micro-batch, -1: none */
     int8_t *tiled;  /* [T] p.v in tinyBLAS order (see attention) */
+    int *n_rows;    /* [T] rows 0..n-1 a prompt token sees, when its cells are those in order; else 0 */
+    int *blocks;    /* [T + 1] starts of the runs of such tokens that attend together */
+    float *aw;      /* [n_threads][aw_len] gl_attn_prompt's work */
+    size_t aw_len;
     float *logits;  /* [n_logits][V] */
     int n_logits, logits_cap;
     int shift_keep; /* qlm_ctx_shift_keep */
@@ -46,6 +50,16 @@ struct qlm_ctx {
 };
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Tokens of a prompt that attend together (gl_attn_prompt): enough that
+ * each K and V row's rearranging is spread over many queries, few enough
+ * that their scores stay in L2. */
+enum { PROMPT_BLOCK = 16 };
+static size_t prompt_block(size_t group)
+{
+    const size_t most = GL_ATTN_PROMPT_MAXQ / (group ? group : 1);
+    return most < PROMPT_BLOCK ? (most ? most : 1) : PROMPT_BLOCK;
+}
 
 /* The activation buffers on cache-line boundaries: malloc's large blocks
  * start 16 bytes into a page, so every 64-byte vector load and store of
@@ -107,7 +121,15 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->cells = malloc(T * sizeof(int));
     c->out_row = malloc(T * sizeof(int));
     c->tiled = malloc(T);
-    if (!c->tiled || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
+    c->n_rows = malloc(T * sizeof(int));
+    c->blocks = malloc((T + 1) * sizeof(int));
+    /* a prompt's blocks of PROMPT_BLOCK tokens up to 1024 rows, fewer
+     * tokens further in, one token's heads at any depth */
+    c->aw_len = max_sz(gl_attn_prompt_work((int)group, n_ctx),
+                       gl_attn_prompt_work((int)(prompt_block(group) * group), n_ctx < 1024 ? n_ctx : 1024));
+    c->aw_len = (c->aw_len + 15) / 16 * 16;
+    c->aw = alloc64(NT * c->aw_len * sizeof(float));
+    if (!c->tiled || !c->n_rows || !c->blocks || !c->aw || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
         !c->vis || !c->vis_tok || !c->q8 || !c->krow || !c->vrows || !c->mm || !c->cells || !c->out_row) {
         qlm_ctx_free(c);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory allocating scratch for a %d-token batch",
@@ -123,6 +145,7 @@ void qlm_ctx_free(qlm_ctx *c)
     qlm_kv_free(&c->kv);
     free(c->x); free(c->xn); free(c->q); free(c->k); free(c->v); free(c->att);
     free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->out_row); free(c->tiled); free(c->logits);
+    free(c->n_rows); free(c->blocks); free(c->aw);
     free(c->vis); free(c->vis_tok); free(c->q8); free(c->krow); free(c->vrows);
     free(c);
 }
@@ -276,17 +299,93 @@ static void attend(qlm_ctx *c, int layer, int t, int h, int th, const int32_t *p
                  &mask, n_ctx, c->tiled[t], &sc, c->att + (size_t)t * QD + (size_t)h * D);
 }
 
+/* Which tokens take gl_attn_prompt (c->n_rows) and in which runs
+ * (c->blocks, n_blocks returned): tokens of a sequence processed several
+ * at once (c->tiled, so never a one-token step or speculative
+ * verification, which keep attend()'s bits) whose visible cells are
+ * 0..n-1 in position order, as a prompt's are alone in the cache.  A
+ * token's result depends on its rows alone, not on its run or batch. */
+static int prompt_blocks(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
+{
+    const qlm_hparams *hp = &c->m->hp;
+    const qlm_kv *kv = &c->kv;
+    const int D = hp->head_dim, group = hp->n_head / hp->n_head_kv;
+    const gl_kv_view kview = {.type = elem_of(kv->type_k)}, vview = {.type = elem_of(kv->type_v)};
+    if (T < 2 || c->m->layers[layer].swa || !gl_attn_prompt_applies(D, &kview, &vview) ||
+        group > GL_ATTN_PROMPT_MAXQ)
+        return 0;
+    if (layer == 0 || c->m->layers[layer - 1].swa) { /* the same for every layer without a window */
+        #pragma omp parallel for schedule(static) if (T >= 64) num_threads(c->n_threads)
+        for (int t = 0; t < T; t++) {
+            int n = 0;
+            if (c->tiled[t])
+                for (int j = 0; j < kv->n_top; j++)
+                    if (qlm_kv_visible(kv, j, seq[t], pos[t])) {
+                        if (j != n || (n && kv->pos[j] < kv->pos[j - 1])) {
+                            n = 0;
+                            break;
+                        }
+                        n++;
+                    }
+            c->n_rows[t] = n;
+        }
+    }
+    const int most = (int)prompt_block((size_t)group);
+    int n_blocks = 0;
+    for (int t = 0; t < T;) {
+        if (!c->n_rows[t]) {
+            t++;
+            continue;
+        }
+        int t1 = t + 1, n_max = c->n_rows[t];
+        while (t1 < T && t1 - t < most && c->n_rows[t1]) {
+            const int nm = c->n_rows[t1] > n_max ? c->n_rows[t1] : n_max;
+            if (gl_attn_prompt_work((t1 + 1 - t) * group, nm) > c->aw_len) break;
+            n_max = nm;
+            t1++;
+        }
+        c->blocks[n_blocks++] = t;
+        t = t1;
+        c->blocks[n_blocks] = t1;
+    }
+    return n_blocks;
+}
+
 static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
 {
-    const int H = c->m->hp.n_head;
+    const qlm_hparams *hp = &c->m->hp;
+    const qlm_kv *kv = &c->kv;
+    const int H = hp->n_head, HKV = hp->n_head_kv, D = hp->head_dim, group = H / HKV, QD = H * D;
+    const float scale = c->m->arch->scale_q ? 1.0f : hp->attn_scale;
     for (int i = 0; i < c->n_threads; i++) c->vis_tok[3 * i] = -1;
+    const int n_blocks = prompt_blocks(c, layer, T, pos, seq);
+    if (!n_blocks)
+        for (int t = 0; t < T; t++) c->n_rows[t] = 0;
     /* num_threads: the scratch has n_threads slots, whatever another
      * context set as the process default.  Dynamic: a prompt's later
      * tokens see more rows, and a static split gave the last thread most
-     * of the work. */
-    #pragma omp parallel for collapse(2) schedule(dynamic, 8) num_threads(c->n_threads)
-    for (int t = 0; t < T; t++)
-        for (int h = 0; h < H; h++) attend(c, layer, t, h, omp_get_thread_num(), pos, seq, T > 1);
+     * of the work; the blocks deepest in the cache go first. */
+    #pragma omp parallel num_threads(c->n_threads)
+    {
+        const int th = omp_get_thread_num();
+        #pragma omp for schedule(dynamic, 1) nowait
+        for (int u = 0; u < n_blocks * HKV; u++) {
+            const int b = n_blocks - 1 - u / HKV, kvh = u % HKV, t0 = c->blocks[b];
+            const gl_kv_view kview = {
+                .type = elem_of(kv->type_k), .ld = D, .lds = 1, .data = qlm_kv_k_at(kv, layer, kvh, 0),
+                .scale = qlm_kv_k_scale(kv, layer, kvh, 0)};
+            const gl_kv_view vview = {
+                .type = elem_of(kv->type_v), .ld = D, .lds = 1, .data = qlm_kv_v_at(kv, layer, kvh, 0),
+                .scale = qlm_kv_v_scale(kv, layer, kvh, 0)};
+            const size_t at = (size_t)t0 * QD + (size_t)kvh * group * D;
+            gl_attn_prompt(D, c->blocks[b + 1] - t0, group, c->q + at, QD, scale, &kview, &vview, c->n_rows + t0,
+                           c->aw + (size_t)th * c->aw_len, c->att + at, QD);
+        }
+        #pragma omp for collapse(2) schedule(dynamic, 8)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++)
+                if (!c->n_rows[t]) attend(c, layer, t, h, th, pos, seq, T > 1);
+    }
 }
 
 /* Whether every matmul of every layer computes with its vec_dot for this

@@ -1,7 +1,8 @@
 /* test_attn_group.c - gl_attn_group against gl_attn_head head by head:
  * identical bits for int8 K/V over many row counts and group sizes, with
  * the scores in the caller's scratch and in its own allocation, and the
- * head-by-head fallback for what it does not take (f32 K/V, odd widths). */
+ * head-by-head fallback for what it does not take (f32 K/V, odd widths);
+ * gl_attn_prompt's causal blocks against it too (within p.v's rounding). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +70,68 @@ static void check(const char *name, gl_kv_elem type, int d)
     TEST_END();
 }
 
+/* gl_attn_prompt: a block of tokens seeing 1, 2, ... rows (or a run that
+ * starts deep in the cache) against gl_attn_head token by token, head by
+ * head, with the tokens' rows laid out as decode.c lays them: the same
+ * scores and softmax, p.v within its integer steps' rounding. */
+static void check_prompt(void)
+{
+    enum { NQ = 8, NT = 20, NKV = 2, DD = 64 };
+    static int8_t k8[MAXN * DD], v8[MAXN * DD], q8[DD];
+    static float ks[MAXN], vs[MAXN], q[NT * NKV * NQ * DD], got[NT * NKV * NQ * DD], want[NQ * DD],
+        s[MAXN + 16];
+    static float work[NT * NQ * (MAXN + 16) + 32 * 64 + NT * NQ * 192] __attribute__((aligned(64)));
+    uint64_t seed = 9;
+    TEST_BEGIN("attn_prompt/int8_d64");
+    const gl_kv_view kv = {.type = GL_KV_I8, .data = k8, .ld = DD, .scale = ks, .lds = 1};
+    const gl_kv_view vv = {.type = GL_KV_I8, .data = v8, .ld = DD, .scale = vs, .lds = 1};
+    if (!gl_attn_prompt_applies(DD, &kv, &vv)) {
+        printf("SKIP attn_prompt: no causal kernels here\n");
+        return;
+    }
+    for (int i = 0; i < MAXN * DD; i++) {
+        k8[i] = (int8_t)(rnd(&seed) % 255 - 127);
+        v8[i] = (int8_t)(rnd(&seed) % 255 - 127);
+    }
+    float vmax = 0.0f;
+    for (int r = 0; r < MAXN; r++) {
+        ks[r] = (frand(&seed) + 1.5f) * 0.01f;
+        vs[r] = (frand(&seed) + 1.5f) * 0.01f;
+        vmax = fmaxf(vmax, vs[r]);
+    }
+    for (int i = 0; i < NT * NKV * NQ * DD; i++) q[i] = frand(&seed) * 3.0f;
+    const int starts[] = {1, 15, 31, 200, MAXN - NT + 1};
+    const int nqs[] = {1, 3, 8};
+    for (size_t si = 0; si < sizeof starts / sizeof starts[0]; si++)
+        for (size_t qi = 0; qi < sizeof nqs / sizeof nqs[0]; qi++) {
+            const int nq = nqs[qi], QD = NKV * nq * DD;
+            int n[NT];
+            for (int t = 0; t < NT; t++) n[t] = starts[si] + t;
+            memset(got, 0, sizeof got);
+            /* KV head 1's heads of every token, as decode.c's att rows */
+            gl_attn_prompt(DD, NT, nq, q + nq * DD, QD, 0.125f, &kv, &vv, n, work, got + nq * DD, QD);
+            CHECK(gl_attn_prompt_work(NT * nq, n[NT - 1]) <= sizeof work / sizeof work[0], "work too small");
+            gl_attn_scratch sc = {.s = s, .q8 = q8};
+            for (int t = 0; t < NT; t++) {
+                for (int h = 0; h < nq; h++)
+                    gl_attn_head(DD, q + (size_t)t * QD + (nq + h) * DD, 0.125f, &kv, &vv, n[t], NULL, NULL, MAXN, 0, &sc,
+                                 want + h * DD);
+                /* p.v's integer steps: weights to about 15 bits of the
+                 * largest (p <= 1), each V byte at most 128 times its scale */
+                for (int i = 0; i < nq * DD; i++)
+                    CHECK(fabsf(got[t * QD + nq * DD + i] - want[i]) <= (float)n[t] * vmax * 128.0f / 32767.0f,
+                          "start %d nq %d t=%d h=%d e=%d: %.9g vs %.9g", starts[si], nq, t, i / DD, i % DD,
+                          got[t * QD + nq * DD + i], want[i]);
+                for (int i = 0; i < nq * DD; i++)
+                    CHECK(got[t * QD + i] == 0.0f, "start %d nq %d t=%d: wrote KV head 0's rows", starts[si], nq, t);
+            }
+        }
+    TEST_END();
+}
+
 int main(void)
 {
+    check_prompt();
     check("attn_group/int8_d64", GL_KV_I8, 64);
     check("attn_group/int8_d80_fallback", GL_KV_I8, 80);
     check("attn_group/f32_fallback", GL_KV_F32, 64);

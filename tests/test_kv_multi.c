@@ -3,7 +3,10 @@
  * reference kernels, for row counts across the 16-row blocks and the
  * 2-row chains, query counts across the kernels' groups, and extreme
  * bytes, over rows in order and through an index (a batched decoding
- * step's cells); nothing written outside the results. */
+ * step's cells); nothing written outside the results.  The causal
+ * block kernels likewise, query by query: qk_i8_causal against qk_i8,
+ * pv_i8_causal's integer sums against the reference's bit for bit and
+ * against pv_i8 within their rounding. */
 #include <math.h>
 #include <string.h>
 
@@ -112,6 +115,79 @@ static void check_set(const char *name, const qt_kv_ops *ops)
     }
 }
 
+/* The causal block kernels: queries in runs of equal row counts (a
+ * token's heads) and single ones, counts across the 16-row K tiles and
+ * the V tiles, each result against the references over its own rows;
+ * scores and outputs not written past each query's own. */
+static void check_causal(const char *name, const qt_kv_ops *ops)
+{
+    enum { CQ = 40, CN = 2 * QT_KV_CAUSAL_TILE + 37 };
+    const qt_kv_ops *ref = qt_kv_ref();
+    static int8_t k[CN * 80], v[CN * 80], q[CQ * D];
+    static float kd[CN * 2], vd[CN * 2], qd[CQ], s[CQ * (CN + PAD)], want[CN + PAD], p[CQ * (CN + PAD)], keep[CQ * (CN + PAD)],
+        out[CQ * (D + PAD)], o1[D], ref_out[CQ * D];
+    static float work[QT_KV_CAUSAL_WORK(CQ)] __attribute__((aligned(64)));
+    int n[CQ];
+    uint64_t seed = 5;
+    char title[96];
+    if (!ops->qk_i8_causal || !ops->pv_i8_causal) return;
+    snprintf(title, sizeof title, "%s/i8_causal", name);
+    TEST_BEGIN(title);
+    for (int kind = 0; kind < 4; kind++)
+        for (int shape = 0; shape < 6; shape++)
+            for (int li = 0; li < 2; li++) {
+                /* shape: tokens of 8, 3 or 1 heads from row counts n0.. up */
+                const int per = shape % 3 == 0 ? 8 : shape % 3 == 1 ? 3 : 1;
+                const int n0 = shape < 3 ? 1 : 14 + kind;
+                int nq = 0;
+                for (int t = 0; nq + per <= CQ; t++)
+                    for (int i = 0; i < per; i++) n[nq++] = n0 + t * (shape % 2 ? 3 : 1) > CN ? CN : n0 + t * (shape % 2 ? 3 : 1);
+                const int lds = 1 + li, ldk = li ? 80 : D, ld_s = CN + PAD;
+                for (int i = 0; i < CN * ldk; i++) {
+                    k[i] = byte_of(&seed, kind, 0);
+                    v[i] = byte_of(&seed, kind, 0);
+                }
+                for (int i = 0; i < nq * D; i++) q[i] = byte_of(&seed, kind, 1);
+                for (int r = 0; r < CN * lds; r++) {
+                    kd[r] = frand(&seed) * 0.05f;
+                    vd[r] = frand(&seed) * 0.05f;
+                }
+                for (int h = 0; h < nq; h++) qd[h] = frand(&seed) * 0.01f;
+                for (int i = 0; i < nq * ld_s; i++) s[i] = 7.0f;
+                ops->qk_i8_causal(D, nq, n, q, qd, k, ldk, kd, lds, s, ld_s);
+                for (int h = 0; h < nq; h++) {
+                    ref->qk_i8(n[h], D, q + h * D, qd[h], k, ldk, kd, lds, NULL, want);
+                    for (int r = 0; r < n[h]; r++)
+                        CHECK(same_bits(s[h * ld_s + r], want[r]), "qk kind %d shape %d lds %d h=%d n=%d r=%d: %.9g vs %.9g",
+                              kind, shape, lds, h, n[h], r, s[h * ld_s + r], want[r]);
+                    for (int r = n[h]; r < ld_s; r++)
+                        CHECK(s[h * ld_s + r] == 7.0f, "qk shape %d h=%d: wrote past the row at %d", shape, h, r);
+                }
+                for (int i = 0; i < nq * ld_s; i++) p[i] = keep[i] = kind == 3 && rnd(&seed) % 4 == 0 ? 0.0f : frand(&seed);
+                for (int i = 0; i < nq * (D + PAD); i++) out[i] = 7.0f;
+                ops->pv_i8_causal(D, nq, n, v, ldk, vd, lds, p, ld_s, out, D + PAD, work);
+                for (int i = 0; i < nq * ld_s; i++) p[i] = keep[i];
+                ref->pv_i8_causal(D, nq, n, v, ldk, vd, lds, p, ld_s, ref_out, D, work);
+                for (int h = 0; h < nq; h++) {
+                    ref->pv_i8(n[h], D, v, ldk, vd, lds, NULL, keep + h * ld_s, o1);
+                    float mag = 0.0f; /* sum of |w v| over the rows, what the error is relative to */
+                    for (int r = 0; r < n[h]; r++)
+                        for (int e = 0; e < D; e++) mag = fmaxf(mag, keep[h * ld_s + r] * vd[r * lds] * 128.0f);
+                    for (int e = 0; e < D; e++) {
+                        CHECK(same_bits(out[h * (D + PAD) + e], ref_out[h * D + e]), "pv kind %d shape %d lds %d h=%d n=%d e=%d: %.9g vs %.9g",
+                              kind, shape, lds, h, n[h], e, out[h * (D + PAD) + e], ref_out[h * D + e]);
+                        /* about 15 bits per weight, relative to the largest */
+                        CHECK(fabsf(ref_out[h * D + e] - o1[e]) <= (float)n[h] * mag / 32767.0f + 1e-30f,
+                              "pv kind %d shape %d h=%d n=%d e=%d: %.9g far from f32's %.9g", kind, shape, h, n[h], e,
+                              ref_out[h * D + e], o1[e]);
+                    }
+                    for (int e = D; e < D + PAD; e++)
+                        CHECK(out[h * (D + PAD) + e] == 7.0f, "pv shape %d h=%d: wrote past the output at %d", shape, h, e);
+                }
+            }
+    TEST_END();
+}
+
 int main(void)
 {
 #if defined(__x86_64__)
@@ -119,11 +195,13 @@ int main(void)
         {QT_ISA_AVX512, "kv_avx512", &qt_kv_avx512}, {QT_ISA_AVX512_VNNI, "kv_avx512-vnni", &qt_kv_avx512_vnni}};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
         if (qt_isa_supported(qt_cpu(), sets[i].isa))
-            check_set(sets[i].name, sets[i].ops);
+            check_set(sets[i].name, sets[i].ops), check_causal(sets[i].name, sets[i].ops);
         else
             printf("SKIP %s: CPU lacks it\n", sets[i].name);
 #endif
     /* the set this CPU uses, whichever it is (NULL members: none) */
     check_set("kv_active", qt_kv());
+    check_causal("kv_active", qt_kv());
+    check_causal("kv_scalar", qt_kv_ref());
     TEST_EXIT();
 }
