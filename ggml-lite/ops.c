@@ -16,34 +16,39 @@
 #define PAR_MIN (GL_OPS_SERIAL + 1)
 
 /* Float squares summed in double in element order, as ggml does: a chain
- * of dependent adds, so four tokens' chains go side by side. */
-enum { RMS_TOK = GL_RMSNORM_ROWS };
+ * of dependent adds per row, so the kernel runs QT_RMS_ROWS rows' chains
+ * side by side (quant/f32ops.h). */
+_Static_assert(GL_RMSNORM_ROWS == QT_RMS_ROWS, "ops.h's promise is the kernel's");
 
-/* Tokens t0 .. t0 + RMS_TOK - 1 (fewer at the end). */
-static void rmsnorm_tokens(float *out, const float *x, const float *w, int t0, int n_tokens, int n, float eps)
+static void rmsnorm_rows(float *out, float *x, const float *y, const float *w, int n_tokens, int n, float eps)
 {
-    enum { TOK = RMS_TOK };
-    const int nt = n_tokens - t0 < TOK ? n_tokens - t0 : TOK;
-    double ss[TOK] = {0.0, 0.0, 0.0, 0.0};
-    const float *xr[TOK];
-    for (int j = 0; j < TOK; j++) xr[j] = x + (int64_t)(t0 + (j < nt ? j : 0)) * n;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < TOK; j++) ss[j] += (double)(xr[j][i] * xr[j][i]);
-    for (int j = 0; j < nt; j++) {
-        float *o = out + (int64_t)(t0 + j) * n;
-        const float scale = 1.0f / sqrtf((float)(ss[j] / n) + eps);
-        for (int i = 0; i < n; i++) o[i] = xr[j][i] * scale * w[i];
+    const qt_f32_ops *ops = qt_f32();
+    void (*const norm)(int, int, float *, const float *, const float *, float, float *) =
+        ops->rmsnorm ? ops->rmsnorm : qt_f32_ref()->rmsnorm;
+    const int64_t off = (int64_t)n;
+    if ((int64_t)n_tokens * n >= PAR_MIN) {
+        #pragma omp parallel for schedule(static)
+        for (int t0 = 0; t0 < n_tokens; t0 += QT_RMS_ROWS) {
+            const int nt = n_tokens - t0 < QT_RMS_ROWS ? n_tokens - t0 : QT_RMS_ROWS;
+            norm(nt, n, x + t0 * off, y ? y + t0 * off : NULL, w, eps, out + t0 * off);
+        }
+    } else {
+        for (int t0 = 0; t0 < n_tokens; t0 += QT_RMS_ROWS) {
+            const int nt = n_tokens - t0 < QT_RMS_ROWS ? n_tokens - t0 : QT_RMS_ROWS;
+            norm(nt, n, x + t0 * off, y ? y + t0 * off : NULL, w, eps, out + t0 * off);
+        }
     }
 }
 
 void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n, float eps)
 {
-    if ((int64_t)n_tokens * n >= PAR_MIN) {
-        #pragma omp parallel for schedule(static)
-        for (int t0 = 0; t0 < n_tokens; t0 += RMS_TOK) rmsnorm_tokens(out, x, w, t0, n_tokens, n, eps);
-    } else {
-        for (int t0 = 0; t0 < n_tokens; t0 += RMS_TOK) rmsnorm_tokens(out, x, w, t0, n_tokens, n, eps);
-    }
+    /* without rows to add, the kernel only reads x */
+    rmsnorm_rows(out, (float *)x, NULL, w, n_tokens, n, eps);
+}
+
+void gl_add_rmsnorm(float *x, float *y, const float *w, int n_tokens, int n, float eps)
+{
+    rmsnorm_rows(y, x, y, w, n_tokens, n, eps);
 }
 
 /* Token position p's cos and sin for each of the n_rot/2 pairs. */

@@ -106,8 +106,22 @@ static void ref_swiglu16(float *g, const float *u)
     for (int l = 0; l < 16; l++) g[l] = g[l] / (1.0f + e[l]) * u[l];
 }
 
+static void ref_rmsnorm(int nt, int n, float *x, const float *y, const float *w, float eps, float *out)
+{
+    for (int t = 0; t < nt; t++) {
+        float *xr = x + (int64_t)t * n, *o = out + (int64_t)t * n;
+        double ss = 0.0;
+        for (int i = 0; i < n; i++) {
+            if (y) xr[i] = xr[i] + y[(int64_t)t * n + i];
+            ss += (double)(xr[i] * xr[i]);
+        }
+        const float scale = 1.0f / sqrtf((float)(ss / n) + eps);
+        for (int i = 0; i < n; i++) o[i] = xr[i] * scale * w[i];
+    }
+}
+
 static const qt_f32_ops ref_ops = {.name = "scalar", .dot = ref_dot, .pv = ref_pv, .exp16 = ref_exp16,
-                                   .softmax = ref_softmax, .swiglu16 = ref_swiglu16};
+                                   .softmax = ref_softmax, .swiglu16 = ref_swiglu16, .rmsnorm = ref_rmsnorm};
 
 const qt_f32_ops *qt_f32_ref(void) { return &ref_ops; }
 

@@ -33,7 +33,19 @@ typedef struct qt_f32_ops {
     /* g[i] = g[i] / (1 + exp(0 - g[i])) * u[i] for 16 values, exp being
      * exp16's (ggml's vector SwiGLU).  NULL: the reference's. */
     void (*swiglu16)(float *g, const float *u);
+    /* ggml's RMSNorm of nt <= QT_RMS_ROWS rows of n floats (row t at
+     * x + t * n), after y's rows are added to x's (y NULL: none, and x is
+     * only read; else x gets the sums, each rounded to float): each row's
+     * float squares summed in double in element order, scale = 1 /
+     * sqrtf((float)(sum / n) + eps), out = x * scale * w.  out may be x
+     * or y.  NULL: the reference's. */
+    void (*rmsnorm)(int nt, int n, float *x, const float *y, const float *w, float eps, float *out);
 } qt_f32_ops;
+
+/* Rows per rmsnorm call: each row's sum is one dependent chain, so the
+ * kernels run the rows' chains side by side (a call of this many rows
+ * costs about what one row's does). */
+#define QT_RMS_ROWS 8
 
 /* The reference (scalar) set and the one chosen for this CPU. */
 const qt_f32_ops *qt_f32_ref(void);

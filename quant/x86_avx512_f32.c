@@ -131,8 +131,78 @@ static void swiglu16(float *g, const float *u)
     _mm512_storeu_ps(g, _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), _mm512_loadu_ps(u)));
 }
 
+/* The rows' x * scale * w, 16 lanes at a time. */
+static void rms_scale(int nt, int n, const float *x, const float *w, const float *scale, float *out)
+{
+    for (int t = 0; t < nt; t++) {
+        const float *xr = x + (int64_t)t * n;
+        float *o = out + (int64_t)t * n;
+        const __m512 vs = _mm512_set1_ps(scale[t]);
+        for (int i = 0; i < n; i += 16) {
+            const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+            _mm512_mask_storeu_ps(o + i, m, _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + i), vs),
+                                                          _mm512_maskz_loadu_ps(m, w + i)));
+        }
+    }
+}
+
+/* Up to eight rows with n a multiple of 8: the rows' sums are the lanes
+ * of one register of doubles, fed column by column from 8 x 8 transposes
+ * of the squares (each lane's adds still in element order); missing rows
+ * repeat row 0 and are dropped. */
+static void rmsnorm(int nt, int n, float *x, const float *y, const float *w, float eps, float *out)
+{
+    float scale[QT_RMS_ROWS];
+    if (n % 8) {
+        for (int t = 0; t < nt; t++) {
+            float *xr = x + (int64_t)t * n;
+            double ss = 0.0;
+            for (int i = 0; i < n; i++) {
+                if (y) xr[i] = xr[i] + y[(int64_t)t * n + i];
+                ss += (double)(xr[i] * xr[i]);
+            }
+            scale[t] = 1.0f / sqrtf((float)(ss / n) + eps);
+        }
+        rms_scale(nt, n, x, w, scale, out);
+        return;
+    }
+    __m512d ss = _mm512_setzero_pd();
+    for (int i = 0; i < n; i += 8) {
+        __m256 r[8], t[8], u[8];
+        for (int j = 0; j < 8; j++) {
+            const int64_t at = (int64_t)(j < nt ? j : 0) * n + i;
+            r[j] = _mm256_loadu_ps(x + at);
+            if (y) {
+                r[j] = _mm256_add_ps(r[j], _mm256_loadu_ps(y + at));
+                if (j < nt) _mm256_storeu_ps(x + at, r[j]);
+            }
+            r[j] = _mm256_mul_ps(r[j], r[j]);
+        }
+        for (int j = 0; j < 8; j += 2) {
+            t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+            t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+        }
+        for (int j = 0; j < 8; j += 4) {
+            u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+            u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);
+            u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+            u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);
+        }
+        /* column c of the block: rows 0..3 from u[c % 4], rows 4..7 from
+         * u[4 + c % 4], the low halves for c < 4, the high ones after */
+        for (int c = 0; c < 4; c++)
+            ss = _mm512_add_pd(ss, _mm512_cvtps_pd(_mm256_permute2f128_ps(u[c], u[4 + c], 0x20)));
+        for (int c = 0; c < 4; c++)
+            ss = _mm512_add_pd(ss, _mm512_cvtps_pd(_mm256_permute2f128_ps(u[c], u[4 + c], 0x31)));
+    }
+    double s[8];
+    _mm512_storeu_pd(s, ss);
+    for (int j = 0; j < nt; j++) scale[j] = 1.0f / sqrtf((float)(s[j] / n) + eps);
+    rms_scale(nt, n, x, w, scale, out);
+}
+
 const qt_f32_ops qt_f32_avx512 = {.name = "avx512", .dot = dot, .pv = pv, .exp16 = exp16, .softmax = softmax,
-                                  .swiglu16 = swiglu16};
+                                  .swiglu16 = swiglu16, .rmsnorm = rmsnorm};
 
 #else
 typedef int qt_x86_avx512_f32_unused;

@@ -503,9 +503,10 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 if (l > 0) {
                     const qlm_layer *P = &m->layers[l - 1];
                     if (a->post_norms) gl_rmsnorm(xn, xn, P->ffn_post_norm, nt, E, hp->norm_eps);
-                    for (int t = 0; t < nt; t++) gl_add(x + (size_t)t * E, xn + (size_t)t * E, E);
+                    gl_add_rmsnorm(x, xn, L->attn_norm, nt, E, hp->norm_eps);
+                } else {
+                    gl_rmsnorm(xn, x, L->attn_norm, nt, E, hp->norm_eps);
                 }
-                gl_rmsnorm(xn, x, L->attn_norm, nt, E, hp->norm_eps);
                 for (int t = t0; t < t0 + nt; t++)
                     qkv.quantize(c->xn + (size_t)t * E, xq + (size_t)t * qkv.row_bytes, E);
             }
@@ -550,8 +551,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 const int nt = T - t0 < U ? T - t0 : U;
                 float *x = c->x + (size_t)t0 * E, *xn = c->xn + (size_t)t0 * E;
                 if (a->post_norms) gl_rmsnorm(xn, xn, L->attn_post_norm, nt, E, hp->norm_eps);
-                for (int t = 0; t < nt; t++) gl_add(x + (size_t)t * E, xn + (size_t)t * E, E);
-                gl_rmsnorm(xn, x, L->ffn_norm, nt, E, hp->norm_eps);
+                gl_add_rmsnorm(x, xn, L->ffn_norm, nt, E, hp->norm_eps);
                 for (int t = t0; t < t0 + nt; t++)
                     gu.quantize(c->xn + (size_t)t * E, xq + (size_t)t * gu.row_bytes, E);
             }
@@ -640,8 +640,12 @@ static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32
     for (int l = 0; l < hp->n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
         const gl_rope rope = layer_rope(c, l);
-        /* attention block */
-        gl_rmsnorm(c->xn, c->x, L->attn_norm, T, E, hp->norm_eps);
+        /* attention block; after the first layer, the previous one's
+         * feed-forward residual goes in with this norm */
+        if (l == 0)
+            gl_rmsnorm(c->xn, c->x, L->attn_norm, T, E, hp->norm_eps);
+        else
+            gl_add_rmsnorm(c->x, c->xn, L->attn_norm, T, E, hp->norm_eps);
         if (each) {
             mul(&L->wq, c->xn, c->q, T, c->mm);              /* [T][QD] */
             mul(&L->wk, c->xn, c->k, T, c->mm);              /* [T][KD] */
@@ -668,9 +672,8 @@ static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32
         attention(c, l, T, pos, seq);                               /* [T][QD] */
         mul(&L->wo, c->att, c->xn, T, c->mm);                 /* [T][E] */
         if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->attn_post_norm, T, E, hp->norm_eps);
-        gl_add(c->x, c->xn, (int64_t)T * E);
-        /* feed-forward block */
-        gl_rmsnorm(c->xn, c->x, L->ffn_norm, T, E, hp->norm_eps);
+        /* the residual, then the feed-forward block's norm */
+        gl_add_rmsnorm(c->x, c->xn, L->ffn_norm, T, E, hp->norm_eps);
         if (each) {
             mul(&L->w_gate, c->xn, c->g, T, c->mm);           /* [T][F] */
             mul(&L->w_up, c->xn, c->u, T, c->mm);             /* [T][F] */
@@ -682,8 +685,8 @@ static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32
         gate(a, c->g, c->u, (int64_t)T * F);
         mul(&L->w_down, c->g, c->xn, T, c->mm);               /* [T][E] */
         if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->ffn_post_norm, T, E, hp->norm_eps);
-        gl_add(c->x, c->xn, (int64_t)T * E);
     }
+    if (hp->n_layer > 0) gl_add(c->x, c->xn, (int64_t)T * E); /* the last layer's residual */
 
 }
 

@@ -102,6 +102,60 @@ static void check_set(const qt_f32_ops *ops)
     TEST_END();
 }
 
+/* rmsnorm: every row count up to QT_RMS_ROWS, widths across the 8-wide
+ * steps (and ones the wide path leaves to scalar code), with and without
+ * rows to add, out apart from x or on y (the fused residual's layout):
+ * x's sums and the norms bit for bit the reference's, and the reference
+ * against ggml's recipe written out here (double sum in element order). */
+static void check_rmsnorm(const qt_f32_ops *ops)
+{
+    const qt_f32_ops *ref = qt_f32_ref();
+    if (!ops->rmsnorm) return;
+    enum { N = 2056 };
+    static float x0[QT_RMS_ROWS * N], y0[QT_RMS_ROWS * N], w[N], xa[QT_RMS_ROWS * N], xb[QT_RMS_ROWS * N],
+        ya[QT_RMS_ROWS * N], yb[QT_RMS_ROWS * N], oa[QT_RMS_ROWS * N], ob[QT_RMS_ROWS * N];
+    uint64_t seed = 17;
+    char name[96];
+    snprintf(name, sizeof name, "%s/rmsnorm", ops->name);
+    TEST_BEGIN(name);
+    const int ns[] = {8, 13, 64, 100, 2048, N};
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+        for (int nt = 1; nt <= QT_RMS_ROWS; nt++)
+            for (int mode = 0; mode < 3; mode++) { /* 0: norm only, 1: add, out apart, 2: add, out on y */
+                const int n = ns[ni];
+                for (int i = 0; i < nt * n; i++) {
+                    x0[i] = frand(&seed) * (i % 7 ? 3.0f : 300.0f);
+                    y0[i] = frand(&seed);
+                }
+                for (int i = 0; i < n; i++) w[i] = frand(&seed) * 2.0f;
+                memcpy(xa, x0, sizeof(float) * (size_t)(nt * n));
+                memcpy(xb, x0, sizeof(float) * (size_t)(nt * n));
+                memcpy(ya, y0, sizeof(float) * (size_t)(nt * n));
+                memcpy(yb, y0, sizeof(float) * (size_t)(nt * n));
+                const float *y_a = mode ? ya : NULL, *y_b = mode ? yb : NULL;
+                ops->rmsnorm(nt, n, xa, y_a, w, 1e-5f, mode == 2 ? ya : oa);
+                ref->rmsnorm(nt, n, xb, y_b, w, 1e-5f, mode == 2 ? yb : ob);
+                const float *ra = mode == 2 ? ya : oa, *rb = mode == 2 ? yb : ob;
+                for (int i = 0; i < nt * n; i++) {
+                    CHECK(same_bits(ra[i], rb[i]), "n=%d nt=%d mode %d i=%d: %.9g vs %.9g", n, nt, mode, i, ra[i], rb[i]);
+                    CHECK(same_bits(xa[i], xb[i]), "n=%d nt=%d mode %d: x[%d] %.9g vs %.9g", n, nt, mode, i, xa[i], xb[i]);
+                }
+                for (int t = 0; t < nt; t++) { /* the recipe, by hand */
+                    double ss = 0.0;
+                    for (int i = 0; i < n; i++) {
+                        const float v = mode ? x0[t * n + i] + y0[t * n + i] : x0[t * n + i];
+                        ss += (double)(v * v);
+                    }
+                    const float sc = 1.0f / sqrtf((float)(ss / n) + 1e-5f);
+                    for (int i = 0; i < n; i += 97) {
+                        const float v = mode ? x0[t * n + i] + y0[t * n + i] : x0[t * n + i];
+                        CHECK(same_bits(rb[t * n + i], v * sc * w[i]), "recipe n=%d t=%d i=%d", n, t, i);
+                    }
+                }
+            }
+    TEST_END();
+}
+
 int main(void)
 {
     const qt_f32_ops *ref = qt_f32_ref();
@@ -130,10 +184,11 @@ int main(void)
     TEST_END();
 
     check_set(ref);
+    check_rmsnorm(ref);
 #if defined(__x86_64__)
     const qt_cpu_features *cpu = qt_cpu();
     if (cpu->avx512f && cpu->avx512dq && cpu->avx512vl && cpu->avx512bw)
-        check_set(&qt_f32_avx512);
+        check_set(&qt_f32_avx512), check_rmsnorm(&qt_f32_avx512);
     else
         printf("SKIP avx512 f32 kernels: CPU lacks AVX-512\n");
 #endif
