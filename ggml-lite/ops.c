@@ -68,20 +68,8 @@ static void rope_angles(float cs[][2], int32_t p, const gl_rope *r, float theta_
 /* n_head heads of head_dim at x, rotated by one token's angles. */
 static void rope_heads(float *x, int n_head, int head_dim, const float cs[][2], const gl_rope *r)
 {
-    const int half = r->n_rot / 2;
-    for (int h = 0; h < n_head; h++) {
-        float *v = x + (int64_t)h * head_dim;
-        /* As llama.cpp's compiled rotate loop rounds: the cos product
-         * is fused into the first output and the sin product into the
-         * second, the other product rounded first. */
-        for (int i = 0; i < half; i++) {
-            const int a = r->neox ? i : 2 * i;
-            const int b = r->neox ? i + half : 2 * i + 1;
-            const float x0 = v[a], x1 = v[b], c = cs[i][0], sn = cs[i][1];
-            v[a] = fmaf(x0, c, -(x1 * sn));
-            v[b] = fmaf(x0, sn, x1 * c);
-        }
-    }
+    const qt_f32_ops *ops = qt_f32();
+    (ops->rope ? ops->rope : qt_f32_ref()->rope)(x, n_head, head_dim, r->n_rot, r->neox, cs);
 }
 
 /* ggml derives each pair's angle by repeated multiplication; doing the

@@ -120,8 +120,23 @@ static void ref_rmsnorm(int nt, int n, float *x, const float *y, const float *w,
     }
 }
 
+static void ref_rope(float *x, int n_head, int head_dim, int n_rot, int neox, const float (*cs)[2])
+{
+    const int half = n_rot / 2;
+    for (int h = 0; h < n_head; h++) {
+        float *v = x + (int64_t)h * head_dim;
+        for (int i = 0; i < half; i++) {
+            const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+            const float x0 = v[a], x1 = v[b], c = cs[i][0], sn = cs[i][1];
+            v[a] = fmaf(x0, c, -(x1 * sn));
+            v[b] = fmaf(x0, sn, x1 * c);
+        }
+    }
+}
+
 static const qt_f32_ops ref_ops = {.name = "scalar", .dot = ref_dot, .pv = ref_pv, .exp16 = ref_exp16,
-                                   .softmax = ref_softmax, .swiglu16 = ref_swiglu16, .rmsnorm = ref_rmsnorm};
+                                   .softmax = ref_softmax, .swiglu16 = ref_swiglu16, .rmsnorm = ref_rmsnorm,
+                                   .rope = ref_rope};
 
 const qt_f32_ops *qt_f32_ref(void) { return &ref_ops; }
 

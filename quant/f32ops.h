@@ -40,6 +40,12 @@ typedef struct qt_f32_ops {
      * sqrtf((float)(sum / n) + eps), out = x * scale * w.  out may be x
      * or y.  NULL: the reference's. */
     void (*rmsnorm)(int nt, int n, float *x, const float *y, const float *w, float eps, float *out);
+    /* RoPE in place of n_head heads of head_dim floats at x: pair i <
+     * n_rot / 2 (elements 2i, 2i+1; neox: i, i + n_rot/2) turned by
+     * cs[i] = {cos, sin} as llama.cpp's compiled loop rounds it: x0' =
+     * fma(x0, cos, -(x1 * sin)), x1' = fma(x0, sin, x1 * cos).  NULL: the
+     * reference's. */
+    void (*rope)(float *x, int n_head, int head_dim, int n_rot, int neox, const float (*cs)[2]);
 } qt_f32_ops;
 
 /* Rows per rmsnorm call: each row's sum is one dependent chain, so the

@@ -201,8 +201,46 @@ static void rmsnorm(int nt, int n, float *x, const float *y, const float *w, flo
     rms_scale(nt, n, x, w, scale, out);
 }
 
+/* Eight pairs (llama order) or sixteen (neox) per step, masked at the
+ * end; the products and FMAs of the reference, lane by lane. */
+static void rope(float *x, int n_head, int head_dim, int n_rot, int neox, const float (*cs)[2])
+{
+    const int half = n_rot / 2;
+    const float *csf = &cs[0][0];
+    for (int h = 0; h < n_head; h++) {
+        float *v = x + (int64_t)h * head_dim;
+        if (!neox) {
+            for (int i = 0; i < half; i += 8) { /* pairs i..i+7: floats 2i..2i+15 */
+                const int w = half - i < 8 ? 2 * (half - i) : 16;
+                const __mmask16 m = (__mmask16)(w >= 16 ? 0xffff : (1u << w) - 1);
+                const __m512 t = _mm512_maskz_loadu_ps(m, csf + 2 * i);
+                const __m512 c = _mm512_moveldup_ps(t), sn = _mm512_movehdup_ps(t);
+                const __m512 xv = _mm512_maskz_loadu_ps(m, v + 2 * i), xs = _mm512_permute_ps(xv, 0xb1);
+                /* even lanes: fma(x0, c, -(x1 * s)); odd: fma(x0, s, x1 * c) */
+                const __m512 ev = _mm512_fmsub_ps(xv, c, _mm512_mul_ps(xs, sn));
+                const __m512 od = _mm512_fmadd_ps(xs, sn, _mm512_mul_ps(xv, c));
+                _mm512_mask_storeu_ps(v + 2 * i, m, _mm512_mask_blend_ps(0xaaaa, ev, od));
+            }
+        } else {
+            const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+            const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+            for (int i = 0; i < half; i += 16) {
+                const int w = half - i < 16 ? half - i : 16;
+                const __mmask16 m = (__mmask16)(w >= 16 ? 0xffff : (1u << w) - 1);
+                const __mmask16 lo = (__mmask16)(w >= 8 ? 0xffff : (1u << (2 * w)) - 1),
+                                hi = (__mmask16)(w >= 16 ? 0xffff : w > 8 ? (1u << (2 * (w - 8))) - 1 : 0);
+                const __m512 t0 = _mm512_maskz_loadu_ps(lo, csf + 2 * i), t1 = _mm512_maskz_loadu_ps(hi, csf + 2 * i + 16);
+                const __m512 c = _mm512_permutex2var_ps(t0, even, t1), sn = _mm512_permutex2var_ps(t0, odd, t1);
+                const __m512 x0 = _mm512_maskz_loadu_ps(m, v + i), x1 = _mm512_maskz_loadu_ps(m, v + i + half);
+                _mm512_mask_storeu_ps(v + i, m, _mm512_fmsub_ps(x0, c, _mm512_mul_ps(x1, sn)));
+                _mm512_mask_storeu_ps(v + i + half, m, _mm512_fmadd_ps(x0, sn, _mm512_mul_ps(x1, c)));
+            }
+        }
+    }
+}
+
 const qt_f32_ops qt_f32_avx512 = {.name = "avx512", .dot = dot, .pv = pv, .exp16 = exp16, .softmax = softmax,
-                                  .swiglu16 = swiglu16, .rmsnorm = rmsnorm};
+                                  .swiglu16 = swiglu16, .rmsnorm = rmsnorm, .rope = rope};
 
 #else
 typedef int qt_x86_avx512_f32_unused;

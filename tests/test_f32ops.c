@@ -1,6 +1,7 @@
 /* test_f32ops.c - the float kernels of quant/f32ops.h: every ISA version
  * bit-identical to the reference, and the reference in the orders it
- * claims (checked against sums written out by hand). */
+ * claims (checked against sums written out by hand; for rmsnorm and rope,
+ * against their recipes). */
 #include <math.h>
 #include <string.h>
 
@@ -156,6 +157,47 @@ static void check_rmsnorm(const qt_f32_ops *ops)
     TEST_END();
 }
 
+/* rope: both pair orders, whole and partial rotations (tails of the
+ * 8- and 16-pair steps), bit for bit the reference's, and the reference
+ * against the rounding recipe written out here. */
+static void check_rope(const qt_f32_ops *ops)
+{
+    const qt_f32_ops *ref = qt_f32_ref();
+    if (!ops->rope) return;
+    enum { H = 3, MAXD = 128 };
+    float xa[H * MAXD], xb[H * MAXD], x0[H * MAXD], cs[MAXD / 2][2];
+    uint64_t seed = 23;
+    char name[96];
+    snprintf(name, sizeof name, "%s/rope", ops->name);
+    TEST_BEGIN(name);
+    const int dims[][2] = {{64, 64}, {128, 128}, {80, 80}, {64, 32}, {128, 24}, {64, 6}, {64, 2}, {96, 34}};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (int neox = 0; neox < 2; neox++) {
+            const int d = dims[di][0], n_rot = dims[di][1];
+            for (int i = 0; i < H * d; i++) x0[i] = frand(&seed) * 20.0f;
+            for (int i = 0; i < n_rot / 2; i++) {
+                cs[i][0] = frand(&seed);
+                cs[i][1] = frand(&seed);
+            }
+            memcpy(xa, x0, sizeof(float) * (size_t)(H * d));
+            memcpy(xb, x0, sizeof(float) * (size_t)(H * d));
+            ops->rope(xa, H, d, n_rot, neox, (const float (*)[2])cs);
+            ref->rope(xb, H, d, n_rot, neox, (const float (*)[2])cs);
+            for (int i = 0; i < H * d; i++)
+                CHECK(same_bits(xa[i], xb[i]), "d=%d n_rot=%d neox %d i=%d: %.9g vs %.9g", d, n_rot, neox, i, xa[i], xb[i]);
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < d; i++) {
+                    const float *v = x0 + h * d;
+                    const int half = n_rot / 2, p = i < n_rot ? (neox ? i % half : i / 2) : -1;
+                    const int a = p < 0 ? i : neox ? p : 2 * p, b = p < 0 ? i : neox ? p + half : 2 * p + 1;
+                    const float want = p < 0 ? v[i] : i == a ? fmaf(v[a], cs[p][0], -(v[b] * cs[p][1]))
+                                                                : fmaf(v[a], cs[p][1], v[b] * cs[p][0]);
+                    CHECK(same_bits(xb[h * d + i], want), "recipe d=%d n_rot=%d neox %d h=%d i=%d", d, n_rot, neox, h, i);
+                }
+        }
+    TEST_END();
+}
+
 int main(void)
 {
     const qt_f32_ops *ref = qt_f32_ref();
@@ -185,10 +227,11 @@ int main(void)
 
     check_set(ref);
     check_rmsnorm(ref);
+    check_rope(ref);
 #if defined(__x86_64__)
     const qt_cpu_features *cpu = qt_cpu();
     if (cpu->avx512f && cpu->avx512dq && cpu->avx512vl && cpu->avx512bw)
-        check_set(&qt_f32_avx512), check_rmsnorm(&qt_f32_avx512);
+        check_set(&qt_f32_avx512), check_rmsnorm(&qt_f32_avx512), check_rope(&qt_f32_avx512);
     else
         printf("SKIP avx512 f32 kernels: CPU lacks AVX-512\n");
 #endif
