@@ -103,13 +103,12 @@ int gl_attn_prompt_applies(int d, const gl_kv_view *k, const gl_kv_view *v)
     return d == 64 && k->type == GL_KV_I8 && v->type == GL_KV_I8 && ops->qk_i8_causal && ops->pv_i8_causal;
 }
 
-/* the scores (a window of n_max rounded to 16 per query), then the pv
- * kernel's work */
+/* the scores (n_max rounded to 16 per query), then the pv kernel's work */
 static size_t prompt_ld_s(int n_max) { return (size_t)(n_max + 15) / 16 * 16; }
 
 size_t gl_attn_prompt_work(int nq, int n_max)
 {
-    return (size_t)nq * prompt_ld_s(n_max) + QT_KV_CAUSAL_WORK(nq) + (size_t)nq * 64;
+    return (size_t)nq * prompt_ld_s(n_max) + QT_KV_CAUSAL_WORK(nq);
 }
 
 void gl_attn_prompt(int d, int n_tok, int n_q, const float *q, int64_t ldq, float scale, const gl_kv_view *k,
@@ -119,7 +118,7 @@ void gl_attn_prompt(int d, int n_tok, int n_q, const float *q, int64_t ldq, floa
     const qt_kv_ops *ops = qt_kv();
     const int nq = n_tok * n_q;
     int8_t q8[GL_ATTN_PROMPT_MAXQ * 64];
-    float qd[GL_ATTN_PROMPT_MAXQ];
+    float qd[GL_ATTN_PROMPT_MAXQ], *outs[GL_ATTN_PROMPT_MAXQ];
     int nh[GL_ATTN_PROMPT_MAXQ], n_max = 0;
     for (int j = 0; j < n_tok; j++) {
         n_max = n[j] > n_max ? n[j] : n_max;
@@ -128,20 +127,11 @@ void gl_attn_prompt(int d, int n_tok, int n_q, const float *q, int64_t ldq, floa
             /* as scores() forms each head's factor */
             qd[h] = qt_kv_quantize_i8(d, q + j * ldq + (int64_t)i * d, q8 + h * d) * scale;
             nh[h] = n[j];
+            outs[h] = out + j * ldo + (int64_t)i * d;
         }
     }
     const size_t ld_s = prompt_ld_s(n_max);
     float *s = work, *pv_work = work + (size_t)nq * ld_s; /* ld_s is a multiple of 16: still aligned */
     ops->qk_i8_causal(d, nq, nh, q8, qd, k->data, k->ld, k->scale, k->lds, s, (int64_t)ld_s);
-    for (int h = 0; h < nq; h++) { /* gl_attn_head's window and softmax */
-        float *sh = s + (size_t)h * ld_s;
-        const int win = gl_attn_window(k->type, nh[h], nh[h]);
-        for (int r = nh[h]; r < win; r++) sh[r] = -INFINITY;
-        gl_softmax_ggml(sh, win);
-    }
-    /* the results in query order, then to the tokens' rows */
-    float *res = pv_work + QT_KV_CAUSAL_WORK(nq);
-    ops->pv_i8_causal(d, nq, nh, v->data, v->ld, v->scale, v->lds, s, (int64_t)ld_s, res, d, pv_work);
-    for (int j = 0; j < n_tok; j++)
-        memcpy(out + j * ldo, res + (size_t)j * n_q * d, sizeof *out * (size_t)n_q * d);
+    ops->pv_i8_causal(d, nq, nh, v->data, v->ld, v->scale, v->lds, s, (int64_t)ld_s, outs, pv_work);
 }

@@ -73,15 +73,16 @@ void gl_attn_group(int d, int n_q, const float *q, float scale, const gl_kv_view
 
 /* A prompt's causal attention for a block of n_tok tokens of one KV head:
  * token j's query heads i < n_q (q + j * ldq + i * d) see cache rows
- * 0..n[j]-1 (n[j] >= 1), and out + j * ldo + i * d gets gl_attn_head's
- * result for that query over those rows, with each K and V row read and
- * rearranged once for all the block's queries that see it.  The scores
- * and softmax are gl_attn_head's bit for bit; p.v takes integer steps
- * (quant/kv_ops.h's pv_i8_causal: weights to about 15 bits), so a
- * query's result depends on its own rows alone, never on the block.  For
- * views gl_attn_prompt_applies to, with n_tok * n_q <=
- * GL_ATTN_PROMPT_MAXQ; work holds gl_attn_prompt_work(n_tok * n_q, max
- * n[j]) floats, 64-byte aligned. */
+ * 0..n[j]-1 (n[j] >= 1), and out + j * ldo + i * d gets that query's
+ * attention over those rows, with each K and V row read and rearranged
+ * once for all the block's queries that see it.  The scores are
+ * gl_attn_head's bit for bit; softmax and p.v are fused in integer steps
+ * (quant/kv_ops.h's pv_i8_causal: weights to about 15 bits), so results
+ * differ from gl_attn_head's in the last bits, but a query's depends on
+ * its own rows alone, never on the block.  For views
+ * gl_attn_prompt_applies to, with n_tok * n_q <= GL_ATTN_PROMPT_MAXQ;
+ * work holds gl_attn_prompt_work(n_tok * n_q, max n[j]) floats, 64-byte
+ * aligned. */
 #define GL_ATTN_PROMPT_MAXQ 256
 int gl_attn_prompt_applies(int d, const gl_kv_view *k, const gl_kv_view *v);
 size_t gl_attn_prompt_work(int nq, int n_max);

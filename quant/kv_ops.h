@@ -54,20 +54,23 @@ typedef struct qt_kv_ops {
      * that see it; idx NULL, d must be 64, n[h] >= 1.
      * qk_i8_causal: s + h * ld_s gets qk_i8(n[h], d, q + h * d, qd[h], ...),
      * bit for bit.
-     * pv_i8_causal: out + h * ld_o gets pv_i8's sum in integer steps (four
-     * times the products per instruction of f32 FMAs): the weights w[r] =
-     * p[r] * vd[r * lds] with m their largest, W[r] = lrintf(w[r] *
-     * (32767 / m)) clamped to [0, 32767] (m = 0: all 0), then per element
-     * e and tile of QT_KV_CAUSAL_TILE ranks from rank 0 the exact sum S of
-     * W[r] * V_r[e], acc += (float)S tile after tile from 0, and out[e] =
-     * acc * (m / 32767).  W keeps about 15 bits of each weight relative to
-     * the largest (f32 p.v's rounding is about 2^-24 of the sum).  p is
-     * overwritten; work holds QT_KV_CAUSAL_WORK(nq) floats, 64-byte
-     * aligned. */
+     * pv_i8_causal: the softmax of each query's scores (at s + h * ld_s,
+     * as qk_i8_causal leaves them) times V, in integer steps (four times
+     * the products per instruction of f32 FMAs), to out[h]: with mx the
+     * largest score, e[r] = exp16(s[r] - mx) (f32ops.h's, 16 ranks at a
+     * time from rank 0, lanes past n[h] dropped), sum = the e's added in
+     * 16 lanes (rank r in lane r % 16) and qt_reduce16'd, w[r] = e[r] *
+     * vd[r * lds] with m their largest, W[r] = lrintf(w[r] * (32767 / m))
+     * clamped to [0, 32767] (m = 0: all 0); then per element j and tile
+     * of QT_KV_CAUSAL_TILE ranks from rank 0 the exact sum S of W[r] *
+     * V_r[j], acc += (float)S tile after tile from 0, and out[h][j] = acc
+     * * ((m / 32767) / sum).  W keeps about 15 bits of each weight
+     * relative to the largest.  s is overwritten; work holds
+     * QT_KV_CAUSAL_WORK(nq) floats, 64-byte aligned. */
     void (*qk_i8_causal)(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k,
                          int64_t ldk, const float *kd, int64_t lds, float *s, int64_t ld_s);
     void (*pv_i8_causal)(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                         float *p, int64_t ld_p, float *out, int64_t ld_o, float *work);
+                         float *s, int64_t ld_s, float *const out[], float *work);
 } qt_kv_ops;
 
 /* The causal kernels' limits: queries per call, V rows per tile (widened
@@ -75,7 +78,7 @@ typedef struct qt_kv_ops {
  * work floats of pv_i8_causal: the tile, then a query's 64 sums carried
  * from tile to tile and its scale. */
 #define QT_KV_CAUSAL_MAXQ 256
-#define QT_KV_CAUSAL_TILE 32
+#define QT_KV_CAUSAL_TILE 64
 #define QT_KV_CAUSAL_WORK(nq) ((size_t)QT_KV_CAUSAL_TILE * 32 + (size_t)(nq) * 80)
 
 /* The reference set and the one for this CPU (QLM_ISA caps it as for the

@@ -76,27 +76,37 @@ static void ref_qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const
 }
 
 static void ref_pv_i8_causal(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                             float *p, int64_t ld_p, float *out, int64_t ld_o, float *work)
+                             float *s, int64_t ld_s, float *const out[], float *work)
 {
     (void)work;
+    const qt_f32_ops *f32 = qt_f32_ref();
     for (int h = 0; h < nq; h++) {
-        float *w = p + h * ld_p, m = 0.0f;
-        for (int r = 0; r < n[h]; r++) {
-            w[r] = w[r] * vd[r * lds];
-            m = fmaxf(m, w[r]);
+        float *w = s + h * ld_s, mx = -INFINITY, lane[16] = {0}, m = 0.0f;
+        const int nh = n[h];
+        for (int r = 0; r < nh; r++) mx = w[r] > mx ? w[r] : mx;
+        for (int r0 = 0; r0 < nh; r0 += 16) {
+            float e[16];
+            for (int l = 0; l < 16; l++) e[l] = r0 + l < nh ? w[r0 + l] - mx : 0.0f;
+            f32->exp16(e, e);
+            for (int l = 0; l < 16 && r0 + l < nh; l++) {
+                lane[l] += e[l];
+                w[r0 + l] = e[l] * vd[(r0 + l) * lds];
+                m = fmaxf(m, w[r0 + l]);
+            }
         }
-        const float id = m > 0.0f ? 32767.0f / m : 0.0f, sc = m / 32767.0f;
+        const float sum = qt_reduce16(lane);
+        const float id = m > 0.0f ? 32767.0f / m : 0.0f, sc = (m / 32767.0f) / sum;
         for (int e = 0; e < d; e++) {
             float acc = 0.0f;
-            for (int r0 = 0; r0 < n[h]; r0 += QT_KV_CAUSAL_TILE) {
-                int32_t sum = 0;
-                for (int r = r0; r < n[h] && r < r0 + QT_KV_CAUSAL_TILE; r++) {
+            for (int r0 = 0; r0 < nh; r0 += QT_KV_CAUSAL_TILE) {
+                int32_t sum_t = 0;
+                for (int r = r0; r < nh && r < r0 + QT_KV_CAUSAL_TILE; r++) {
                     const long q = lrintf(w[r] * id);
-                    sum += (int32_t)(q > 32767 ? 32767 : q < 0 ? 0 : q) * v[r * ldv + e];
+                    sum_t += (int32_t)(q > 32767 ? 32767 : q < 0 ? 0 : q) * v[r * ldv + e];
                 }
-                acc += (float)sum;
+                acc += (float)sum_t;
             }
-            out[h * ld_o + e] = acc * sc;
+            out[h][e] = acc * sc;
         }
     }
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "f32ops.h"
+#include "x86_avx512_exp.h"
 
 /* GCC's _mm512_reduce_add_ps, spelled out so the order is ours to keep. */
 static inline float reduce16(__m512 a)
@@ -65,31 +66,9 @@ static void pv(int n, int d, const float *v, int64_t ldv, const float *p, float 
     }
 }
 
-static inline __m512 expv(__m512 xv)
-{
-    const __m512 r = _mm512_set1_ps(0x1.8p23f);
-    const __m512 z = _mm512_fmadd_ps(xv, _mm512_set1_ps(0x1.715476p+0f), r);
-    const __m512 n = _mm512_sub_ps(z, r);
-    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
-                                      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), xv));
-    const __mmask16 big = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
-    const __m512 u = _mm512_mul_ps(b, b);
-    const __m512 j = _mm512_fmadd_ps(
-        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
-                        _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
-        u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
-    __m512 res = _mm512_scalef_ps(j, n);
-    if (big) {
-        const __m512 alt = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ),
-                                                _mm512_set1_ps(__builtin_inff()), _mm512_setzero_ps());
-        res = _mm512_mask_blend_ps(big, res, alt);
-    }
-    return res;
-}
-
 static void exp16(const float *x, float *y)
 {
-    _mm512_storeu_ps(y, expv(_mm512_loadu_ps(x)));
+    _mm512_storeu_ps(y, qt_expv16(_mm512_loadu_ps(x)));
 }
 
 /* The reference's softmax with each pass 16 lanes wide.  The maximum of
@@ -110,7 +89,7 @@ static void softmax(float *x, int n)
     const __m512 vm = _mm512_set1_ps(max);
     double sum = 0.0;
     for (int i = 0; i < n16; i += 16) {
-        const __m512 e = expv(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        const __m512 e = qt_expv16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
         _mm512_storeu_ps(x + i, e);
         sum += (double)reduce16(e);
     }
@@ -127,7 +106,7 @@ static void softmax(float *x, int n)
 static void swiglu16(float *g, const float *u)
 {
     const __m512 x = _mm512_loadu_ps(g);
-    const __m512 e = expv(_mm512_sub_ps(_mm512_setzero_ps(), x));
+    const __m512 e = qt_expv16(_mm512_sub_ps(_mm512_setzero_ps(), x));
     _mm512_storeu_ps(g, _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), _mm512_loadu_ps(u)));
 }
 

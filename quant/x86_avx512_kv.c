@@ -11,6 +11,7 @@
 #include "f32ops.h"
 #include "fp16.h"
 #include "kv_ops.h"
+#include "x86_avx512_exp.h"
 #include "x86_avx512_wide.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -410,93 +411,94 @@ static void qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const flo
  * rank is 0) of one V tile (vt: per pair of ranks 4 vectors, lane e of
  * vector i holding the pair's elements 16i + e as int16s) for nqq
  * queries with the same ranks; weights W (int16, ld_w apart), the f32
- * sums carried in fa (64 per query), results times sc at o when the tile
- * is the queries' last.  Two sets of chains per query, pairs alternating:
- * integer sums, so exact in any order. */
+ * sums carried in fa (64 per query), results times sc at o[h] when the
+ * tile is the queries' last.  A query alone gets two sets of chains,
+ * pairs alternating: integer sums, so exact in any order. */
 INLINE void pv16_tile(int r0, int re, int last, const __m512i *vt, const int16_t *w, int64_t ld_w, float *fa,
-                      const float *sc, float *o, int64_t ld_o, const int nqq)
+                      const float *sc, float *const *o, const int nqq)
 {
-    __m512i a[2][2][4];
-#pragma GCC unroll 2
+    __m512i a[4][2][4];
+#pragma GCC unroll 4
     for (int h = 0; h < nqq; h++)
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) a[h][0][i] = a[h][1][i] = _mm512_setzero_si512();
     int r = r0;
-    for (; r + 2 < re; r += 4) {
-        const __m512i *x0 = vt + (r - r0) / 2 * 4, *x1 = x0 + 4;
-        __m512i v0[4], v1[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-            v0[i] = _mm512_load_si512(x0 + i);
-            v1[i] = _mm512_load_si512(x1 + i);
-        }
-#pragma GCC unroll 2
-        for (int h = 0; h < nqq; h++) {
-            const int32_t *wp = (const int32_t *)(w + h * ld_w + r);
+    if (nqq == 1) { /* one query's chains alone would wait on each other */
+        for (; r + 2 < re; r += 4) {
+            const __m512i *x0 = vt + (r - r0) / 2 * 4, *x1 = x0 + 4;
+            const int32_t *wp = (const int32_t *)(w + r);
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
-                __asm__(QT_X86_DPWSSD_B : "+v"(a[h][0][i]) : "v"(v0[i]), "m"(wp[0]));
-                __asm__(QT_X86_DPWSSD_B : "+v"(a[h][1][i]) : "v"(v1[i]), "m"(wp[1]));
+                __asm__(QT_X86_DPWSSD_B : "+v"(a[0][0][i]) : "v"(_mm512_load_si512(x0 + i)), "m"(wp[0]));
+                __asm__(QT_X86_DPWSSD_B : "+v"(a[0][1][i]) : "v"(_mm512_load_si512(x1 + i)), "m"(wp[1]));
             }
         }
     }
-    if (r < re) {
+    for (; r < re; r += 2) {
         const __m512i *x0 = vt + (r - r0) / 2 * 4;
-#pragma GCC unroll 2
+        __m512i v0[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) v0[i] = _mm512_load_si512(x0 + i);
+#pragma GCC unroll 4
         for (int h = 0; h < nqq; h++) {
             const int32_t *wp = (const int32_t *)(w + h * ld_w + r);
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) __asm__(QT_X86_DPWSSD_B : "+v"(a[h][0][i]) : "v"(_mm512_load_si512(x0 + i)), "m"(wp[0]));
+            for (int i = 0; i < 4; i++) __asm__(QT_X86_DPWSSD_B : "+v"(a[h][0][i]) : "v"(v0[i]), "m"(wp[0]));
         }
     }
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int h = 0; h < nqq; h++)
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
-            const __m512 t = _mm512_cvtepi32_ps(_mm512_add_epi32(a[h][0][i], a[h][1][i]));
+            const __m512 t = _mm512_cvtepi32_ps(nqq == 1 ? _mm512_add_epi32(a[h][0][i], a[h][1][i]) : a[h][0][i]);
             const __m512 acc = r0 ? _mm512_add_ps(_mm512_loadu_ps(fa + h * 64 + 16 * i), t) : t;
             if (last)
-                _mm512_storeu_ps(o + h * ld_o + 16 * i, _mm512_mul_ps(acc, _mm512_set1_ps(sc[h])));
+                _mm512_storeu_ps(o[h] + 16 * i, _mm512_mul_ps(acc, _mm512_set1_ps(sc[h])));
             else
                 _mm512_storeu_ps(fa + h * 64 + 16 * i, acc);
         }
 }
 
-/* Weights of one query to int16 in place (W[r] at the r-th int16 of p,
- * written behind the floats still to be read), W[n] = 0 for a whole last
- * pair; returns m / 32767. */
-static float pv16_weights(int n, float *p, const float *vd, int64_t lds)
+/* One query's softmax weights times its V scales, to int16 in place
+ * (W[r] at the r-th int16 of s, written behind the floats still to be
+ * read), W[n] = 0 for a whole last pair; returns (m / 32767) / sum. */
+static float pv16_weights(int n, float *s, const float *vd, int64_t lds)
 {
-    __m512 mx = _mm512_setzero_ps();
-    int r = 0;
-    for (; r < n; r += 16) {
+    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+    __m512 vmax = ninf;
+    for (int r = 0; r < n; r += 16) vmax = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, mask16(n - r), s + r), vmax);
+    const __m512 vmx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+    __m512 mw = _mm512_setzero_ps(), lane = _mm512_setzero_ps();
+    for (int r = 0; r < n; r += 16) {
         const __mmask16 m = mask16(n - r);
+        const __m512 e = _mm512_maskz_mov_ps(m, qt_expv16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + r), vmx)));
+        lane = _mm512_add_ps(lane, e);
         __m512 x;
         if (lds == 1) {
-            x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + r), _mm512_maskz_loadu_ps(m, vd + r));
+            x = _mm512_mul_ps(e, _mm512_maskz_loadu_ps(m, vd + r));
         } else {
             float t[16] = {0};
-            for (int i = 0; i < 16 && r + i < n; i++) t[i] = p[r + i] * vd[(int64_t)(r + i) * lds];
-            x = _mm512_loadu_ps(t);
+            for (int i = 0; i < 16 && r + i < n; i++) t[i] = vd[(int64_t)(r + i) * lds];
+            x = _mm512_mul_ps(e, _mm512_loadu_ps(t));
         }
-        _mm512_mask_storeu_ps(p + r, m, x);
-        mx = _mm512_max_ps(x, mx); /* a NaN weight is passed over, as fmaxf does */
+        _mm512_mask_storeu_ps(s + r, m, x);
+        mw = _mm512_max_ps(x, mw); /* a NaN weight is passed over, as fmaxf does */
     }
-    const float m = _mm512_reduce_max_ps(mx);
+    const float sum = reduce16(lane), m = _mm512_reduce_max_ps(mw);
     const __m512 vid = _mm512_set1_ps(m > 0.0f ? 32767.0f / m : 0.0f);
     const __m512i lo = _mm512_setzero_si512(), hi = _mm512_set1_epi32(32767);
-    int16_t *w = (int16_t *)p;
-    for (r = 0; r < n; r += 16) {
+    int16_t *w = (int16_t *)s;
+    for (int r = 0; r < n; r += 16) {
         const __mmask16 k = mask16(n - r);
-        const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, p + r), vid));
+        const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + r), vid));
         _mm256_mask_storeu_epi16(w + r, k, _mm512_cvtepi32_epi16(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi)));
     }
     w[n] = 0;
-    return m / 32767.0f;
+    return (m / 32767.0f) / sum;
 }
 
 static void pv_i8_causal(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                         float *p, int64_t ld_p, float *out, int64_t ld_o, float *work)
+                         float *p, int64_t ld_p, float *const out[], float *work)
 {
     (void)d; /* 64 */
     enum { CT = QT_KV_CAUSAL_TILE };
@@ -529,11 +531,16 @@ static void pv_i8_causal(int d, int nq, const int *n, const int8_t *v, int64_t l
                 continue;
             }
             const int re = n[h] < r0 + CT ? n[h] : r0 + CT, last = re == n[h];
-            if (h + 1 < nq && n[h + 1] == n[h]) {
-                pv16_tile(r0, re, last, vt, w + h * ld_w, ld_w, fa + h * 64, sc + h, out + h * ld_o, ld_o, 2);
+            int run = 1; /* queries with these ranks, up to 4 */
+            while (run < 4 && h + run < nq && n[h + run] == n[h]) run++;
+            if (run == 4) {
+                pv16_tile(r0, re, last, vt, w + h * ld_w, ld_w, fa + h * 64, sc + h, out + h, 4);
+                h += 4;
+            } else if (run >= 2) {
+                pv16_tile(r0, re, last, vt, w + h * ld_w, ld_w, fa + h * 64, sc + h, out + h, 2);
                 h += 2;
             } else {
-                pv16_tile(r0, re, last, vt, w + h * ld_w, ld_w, fa + h * 64, sc + h, out + h * ld_o, ld_o, 1);
+                pv16_tile(r0, re, last, vt, w + h * ld_w, ld_w, fa + h * 64, sc + h, out + h, 1);
                 h++;
             }
         }

@@ -5,8 +5,8 @@
  * bytes, over rows in order and through an index (a batched decoding
  * step's cells); nothing written outside the results.  The causal
  * block kernels likewise, query by query: qk_i8_causal against qk_i8,
- * pv_i8_causal's integer sums against the reference's bit for bit and
- * against pv_i8 within their rounding. */
+ * pv_i8_causal's softmax and integer sums against the reference's bit for
+ * bit and against a float softmax and pv_i8 within their rounding. */
 #include <math.h>
 #include <string.h>
 
@@ -163,21 +163,35 @@ static void check_causal(const char *name, const qt_kv_ops *ops)
                     for (int r = n[h]; r < ld_s; r++)
                         CHECK(s[h * ld_s + r] == 7.0f, "qk shape %d h=%d: wrote past the row at %d", shape, h, r);
                 }
-                for (int i = 0; i < nq * ld_s; i++) p[i] = keep[i] = kind == 3 && rnd(&seed) % 4 == 0 ? 0.0f : frand(&seed);
+                /* scores as qk leaves them: a spread of a few units, some
+                 * far below the rest */
+                for (int i = 0; i < nq * ld_s; i++)
+                    p[i] = keep[i] = kind == 3 && rnd(&seed) % 4 == 0 ? -40.0f : frand(&seed) * 12.0f - 6.0f;
                 for (int i = 0; i < nq * (D + PAD); i++) out[i] = 7.0f;
-                ops->pv_i8_causal(D, nq, n, v, ldk, vd, lds, p, ld_s, out, D + PAD, work);
-                for (int i = 0; i < nq * ld_s; i++) p[i] = keep[i];
-                ref->pv_i8_causal(D, nq, n, v, ldk, vd, lds, p, ld_s, ref_out, D, work);
+                float *outs[CQ], *ref_outs[CQ];
                 for (int h = 0; h < nq; h++) {
-                    ref->pv_i8(n[h], D, v, ldk, vd, lds, NULL, keep + h * ld_s, o1);
-                    float mag = 0.0f; /* sum of |w v| over the rows, what the error is relative to */
-                    for (int r = 0; r < n[h]; r++)
-                        for (int e = 0; e < D; e++) mag = fmaxf(mag, keep[h * ld_s + r] * vd[r * lds] * 128.0f);
+                    outs[h] = out + h * (D + PAD);
+                    ref_outs[h] = ref_out + h * D;
+                }
+                ops->pv_i8_causal(D, nq, n, v, ldk, vd, lds, p, ld_s, outs, work);
+                for (int i = 0; i < nq * ld_s; i++) p[i] = keep[i];
+                ref->pv_i8_causal(D, nq, n, v, ldk, vd, lds, p, ld_s, ref_outs, work);
+                for (int h = 0; h < nq; h++) {
+                    /* f32: the softmax written out, then pv_i8 */
+                    float *sm = keep + h * ld_s, mx = -INFINITY, sum = 0.0f, mw = 0.0f;
+                    for (int r = 0; r < n[h]; r++) mx = fmaxf(mx, sm[r]);
+                    for (int r = 0; r < n[h]; r++) sum += sm[r] = expf(sm[r] - mx);
+                    for (int r = 0; r < n[h]; r++) {
+                        sm[r] /= sum;
+                        mw = fmaxf(mw, sm[r] * vd[r * lds]);
+                    }
+                    ref->pv_i8(n[h], D, v, ldk, vd, lds, NULL, sm, o1);
                     for (int e = 0; e < D; e++) {
                         CHECK(same_bits(out[h * (D + PAD) + e], ref_out[h * D + e]), "pv kind %d shape %d lds %d h=%d n=%d e=%d: %.9g vs %.9g",
                               kind, shape, lds, h, n[h], e, out[h * (D + PAD) + e], ref_out[h * D + e]);
-                        /* about 15 bits per weight, relative to the largest */
-                        CHECK(fabsf(ref_out[h * D + e] - o1[e]) <= (float)n[h] * mag / 32767.0f + 1e-30f,
+                        /* about 15 bits per weight, relative to the largest;
+                         * exp16 and the sums' order within 1e-5 */
+                        CHECK(fabsf(ref_out[h * D + e] - o1[e]) <= (float)n[h] * mw * 128.0f / 32767.0f + 1e-5f * fabsf(o1[e]) + 1e-30f,
                               "pv kind %d shape %d h=%d n=%d e=%d: %.9g far from f32's %.9g", kind, shape, h, n[h], e,
                               ref_out[h * D + e], o1[e]);
                     }
