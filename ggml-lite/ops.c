@@ -2,6 +2,7 @@
 #include "ggml-lite/vec.h"
 
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "quant/f32ops.h"
@@ -108,14 +109,20 @@ void gl_swiglu(float *g, const float *u, int64_t n)
 {
     /* ggml_vec_swiglu_f32: vector exp on 16-wide chunks, libm on the tail */
     const qt_f32_ops *ops = qt_f32();
-    void (*const sw16)(float *, const float *) = ops->swiglu16 ? ops->swiglu16 : qt_f32_ref()->swiglu16;
+    void (*const sw)(float *, const float *, int64_t) = ops->swiglu ? ops->swiglu : qt_f32_ref()->swiglu;
+    const int64_t n16 = n / 16 * 16;
     if (n >= PAR_MIN) {
-        #pragma omp parallel for schedule(static)
-        for (int64_t c = 0; c < n / 16; c++) sw16(g + 16 * c, u + 16 * c);
+        /* a thread's share in one call, whole chunks of 16 */
+        #pragma omp parallel
+        {
+            const int64_t nth = omp_get_num_threads(), th = omp_get_thread_num();
+            const int64_t per = (n16 / 16 + nth - 1) / nth * 16, c0 = th * per < n16 ? th * per : n16;
+            sw(g + c0, u + c0, (n16 - c0 < per ? n16 - c0 : per));
+        }
     } else {
-        for (int64_t c = 0; c < n / 16; c++) sw16(g + 16 * c, u + 16 * c);
+        sw(g, u, n16);
     }
-    for (int64_t i = n / 16 * 16; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    for (int64_t i = n16; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 /* GELU, tanh approximation, rounded as ggml's CPU build computes it: its

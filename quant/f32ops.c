@@ -98,12 +98,14 @@ static void ref_softmax(float *x, int n)
     for (i = 0; i < n; i++) x[i] *= inv;
 }
 
-static void ref_swiglu16(float *g, const float *u)
+static void ref_swiglu(float *g, const float *u, int64_t n)
 {
-    float e[16];
-    for (int l = 0; l < 16; l++) e[l] = 0.0f - g[l];
-    ref_exp16(e, e);
-    for (int l = 0; l < 16; l++) g[l] = g[l] / (1.0f + e[l]) * u[l];
+    for (int64_t c = 0; c < n; c += 16) {
+        float e[16];
+        for (int l = 0; l < 16; l++) e[l] = 0.0f - g[c + l];
+        ref_exp16(e, e);
+        for (int l = 0; l < 16; l++) g[c + l] = g[c + l] / (1.0f + e[l]) * u[c + l];
+    }
 }
 
 static void ref_rmsnorm(int nt, int n, float *x, const float *y, const float *w, float eps, float *out)
@@ -135,7 +137,7 @@ static void ref_rope(float *x, int n_head, int head_dim, int n_rot, int neox, co
 }
 
 static const qt_f32_ops ref_ops = {.name = "scalar", .dot = ref_dot, .pv = ref_pv, .exp16 = ref_exp16,
-                                   .softmax = ref_softmax, .swiglu16 = ref_swiglu16, .rmsnorm = ref_rmsnorm,
+                                   .softmax = ref_softmax, .swiglu = ref_swiglu, .rmsnorm = ref_rmsnorm,
                                    .rope = ref_rope};
 
 const qt_f32_ops *qt_f32_ref(void) { return &ref_ops; }

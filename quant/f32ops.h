@@ -30,9 +30,10 @@ typedef struct qt_f32_ops {
      * in 16s with the tail by expf, each 16's qt_reduce16 summed in
      * double, times the float reciprocal).  NULL: use the reference's. */
     void (*softmax)(float *x, int n);
-    /* g[i] = g[i] / (1 + exp(0 - g[i])) * u[i] for 16 values, exp being
-     * exp16's (ggml's vector SwiGLU).  NULL: the reference's. */
-    void (*swiglu16)(float *g, const float *u);
+    /* g[i] = g[i] / (1 + exp(0 - g[i])) * u[i] for n values (a multiple
+     * of 16), exp being exp16's (ggml's vector SwiGLU).  NULL: the
+     * reference's. */
+    void (*swiglu)(float *g, const float *u, int64_t n);
     /* ggml's RMSNorm of nt <= QT_RMS_ROWS rows of n floats (row t at
      * x + t * n), after y's rows are added to x's (y NULL: none, and x is
      * only read; else x gets the sums, each rounded to float): each row's
@@ -51,7 +52,7 @@ typedef struct qt_f32_ops {
 /* Rows per rmsnorm call: each row's sum is one dependent chain, so the
  * kernels run the rows' chains side by side (a call of this many rows
  * costs about what one row's does). */
-#define QT_RMS_ROWS 8
+#define QT_RMS_ROWS 16
 
 /* The reference (scalar) set and the one chosen for this CPU. */
 const qt_f32_ops *qt_f32_ref(void);

@@ -662,13 +662,15 @@ static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32
             gl_rmsnorm(c->q, c->q, L->q_norm, T * hp->n_head, hp->head_dim, hp->norm_eps);
             gl_rmsnorm(c->k, c->k, L->k_norm, T * hp->n_head_kv, hp->head_dim, hp->norm_eps);
         }
-        gl_rope_apply(c->q, pos, T, hp->n_head, hp->head_dim, &rope);
-        gl_rope_apply(c->k, pos, T, hp->n_head_kv, hp->head_dim, &rope);
-        if (a->scale_q) gl_scale(c->q, hp->attn_scale, (int64_t)T * QD);
-        /* a prompt's tokens go to distinct cells: quantized in parallel */
+        /* RoPE, the Q scale and the KV store token by token, in one
+         * region (a prompt's tokens go to distinct cells) */
         #pragma omp parallel for schedule(static) if (T >= 64) num_threads(c->n_threads)
-        for (int t = 0; t < T; t++)
-            qlm_kv_store(&c->kv, l, c->cells[t], c->k + (size_t)t * KD, c->v + (size_t)t * KD);
+        for (int t = 0; t < T; t++) {
+            float *q = c->q + (size_t)t * QD, *k = c->k + (size_t)t * KD;
+            gl_rope_apply_qk(q, hp->n_head, k, hp->n_head_kv, pos[t], hp->head_dim, &rope);
+            if (a->scale_q) gl_scale(q, hp->attn_scale, QD);
+            qlm_kv_store(&c->kv, l, c->cells[t], k, c->v + (size_t)t * KD);
+        }
         attention(c, l, T, pos, seq);                               /* [T][QD] */
         mul(&L->wo, c->att, c->xn, T, c->mm);                 /* [T][E] */
         if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->attn_post_norm, T, E, hp->norm_eps);
