@@ -19,7 +19,7 @@
 /* out[t] = x[t] / rms(x[t]) * w, for n_tokens rows of n. out may be x.
  * Up to GL_RMSNORM_ROWS rows' sums are chains side by side: a call with
  * that many rows costs about what one row's does. */
-#define GL_RMSNORM_ROWS 16
+#define GL_RMSNORM_ROWS 8
 void gl_rmsnorm(float *out, const float *x, const float *w, int n_tokens, int n, float eps);
 /* x[t] += y[t] (each sum rounded to float, as gl_add), then y[t] =
  * rmsnorm(x[t]) * w as gl_rmsnorm: a residual add and the next norm in

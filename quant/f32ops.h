@@ -52,7 +52,7 @@ typedef struct qt_f32_ops {
 /* Rows per rmsnorm call: each row's sum is one dependent chain, so the
  * kernels run the rows' chains side by side (a call of this many rows
  * costs about what one row's does). */
-#define QT_RMS_ROWS 16
+#define QT_RMS_ROWS 8
 
 /* The reference (scalar) set and the one chosen for this CPU. */
 const qt_f32_ops *qt_f32_ref(void);

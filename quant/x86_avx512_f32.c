@@ -127,11 +127,10 @@ static void rms_scale(int nt, int n, const float *x, const float *w, const float
     }
 }
 
-/* Rows in groups of eight with n a multiple of 8: a group's sums are the
- * lanes of one register of doubles, fed column by column from 8 x 8
- * transposes of the squares (each lane's adds still in element order);
- * two groups' chains run side by side; a group's missing rows repeat its
- * first and are dropped. */
+/* Up to eight rows with n a multiple of 8: the rows' sums are the lanes
+ * of one register of doubles, fed column by column from 8 x 8 transposes
+ * of the squares (each lane's adds still in element order); missing rows
+ * repeat row 0 and are dropped. */
 static void rmsnorm(int nt, int n, float *x, const float *y, const float *w, float eps, float *out)
 {
     float scale[QT_RMS_ROWS];
@@ -148,44 +147,37 @@ static void rmsnorm(int nt, int n, float *x, const float *y, const float *w, flo
         rms_scale(nt, n, x, w, scale, out);
         return;
     }
-    const int groups = nt > 8 ? 2 : 1;
-    __m512d ss[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()};
-    for (int i = 0; i < n; i += 8)
-        for (int g = 0; g < groups; g++) {
-            const int ng = g ? nt - 8 : nt < 8 ? nt : 8;
-            float *xg = x + (int64_t)g * 8 * n;
-            const float *yg = y ? y + (int64_t)g * 8 * n : NULL;
-            __m256 r[8], t[8], u[8];
-            for (int j = 0; j < 8; j++) {
-                const int64_t at = (int64_t)(j < ng ? j : 0) * n + i;
-                r[j] = _mm256_loadu_ps(xg + at);
-                if (yg) {
-                    r[j] = _mm256_add_ps(r[j], _mm256_loadu_ps(yg + at));
-                    if (j < ng) _mm256_storeu_ps(xg + at, r[j]);
-                }
-                r[j] = _mm256_mul_ps(r[j], r[j]);
+    __m512d ss = _mm512_setzero_pd();
+    for (int i = 0; i < n; i += 8) {
+        __m256 r[8], t[8], u[8];
+        for (int j = 0; j < 8; j++) {
+            const int64_t at = (int64_t)(j < nt ? j : 0) * n + i;
+            r[j] = _mm256_loadu_ps(x + at);
+            if (y) {
+                r[j] = _mm256_add_ps(r[j], _mm256_loadu_ps(y + at));
+                if (j < nt) _mm256_storeu_ps(x + at, r[j]);
             }
-            for (int j = 0; j < 8; j += 2) {
-                t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
-                t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
-            }
-            for (int j = 0; j < 8; j += 4) {
-                u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
-                u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);
-                u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
-                u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);
-            }
-            /* column c of the block: rows 0..3 from u[c % 4], rows 4..7
-             * from u[4 + c % 4], the low halves for c < 4, the high ones
-             * after */
-            for (int c = 0; c < 4; c++)
-                ss[g] = _mm512_add_pd(ss[g], _mm512_cvtps_pd(_mm256_permute2f128_ps(u[c], u[4 + c], 0x20)));
-            for (int c = 0; c < 4; c++)
-                ss[g] = _mm512_add_pd(ss[g], _mm512_cvtps_pd(_mm256_permute2f128_ps(u[c], u[4 + c], 0x31)));
+            r[j] = _mm256_mul_ps(r[j], r[j]);
         }
-    double s[16];
-    _mm512_storeu_pd(s, ss[0]);
-    _mm512_storeu_pd(s + 8, ss[1]);
+        for (int j = 0; j < 8; j += 2) {
+            t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+            t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+        }
+        for (int j = 0; j < 8; j += 4) {
+            u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+            u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);
+            u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+            u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);
+        }
+        /* column c of the block: rows 0..3 from u[c % 4], rows 4..7 from
+         * u[4 + c % 4], the low halves for c < 4, the high ones after */
+        for (int c = 0; c < 4; c++)
+            ss = _mm512_add_pd(ss, _mm512_cvtps_pd(_mm256_permute2f128_ps(u[c], u[4 + c], 0x20)));
+        for (int c = 0; c < 4; c++)
+            ss = _mm512_add_pd(ss, _mm512_cvtps_pd(_mm256_permute2f128_ps(u[c], u[4 + c], 0x31)));
+    }
+    double s[8];
+    _mm512_storeu_pd(s, ss);
     for (int j = 0; j < nt; j++) scale[j] = 1.0f / sqrtf((float)(s[j] / n) + eps);
     rms_scale(nt, n, x, w, scale, out);
 }
