@@ -124,8 +124,10 @@ void gl_attn_prompt(int d, int n_tok, int n_q, const float *q, int64_t ldq, floa
         n_max = n[j] > n_max ? n[j] : n_max;
         for (int i = 0; i < n_q; i++) {
             const int h = j * n_q + i;
-            /* as scores() forms each head's factor */
-            qd[h] = qt_kv_quantize_i8(d, q + j * ldq + (int64_t)i * d, q8 + h * d) * scale;
+            /* as scores() forms each head's factor (the set's quantizer
+             * is qt_kv_quantize_i8's, without its look-up per call) */
+            const float *qh = q + j * ldq + (int64_t)i * d;
+            qd[h] = (ops->quantize_i8 ? ops->quantize_i8(d, qh, q8 + h * d) : qt_kv_quantize_i8(d, qh, q8 + h * d)) * scale;
             nh[h] = n[j];
             outs[h] = out + j * ldo + (int64_t)i * d;
         }
