@@ -127,7 +127,8 @@ void gl_attn_prompt(int d, int n_tok, int n_q, const float *q, int64_t ldq, floa
             /* as scores() forms each head's factor (the set's quantizer
              * is qt_kv_quantize_i8's, without its look-up per call) */
             const float *qh = q + j * ldq + (int64_t)i * d;
-            qd[h] = (ops->quantize_i8 ? ops->quantize_i8(d, qh, q8 + h * d) : qt_kv_quantize_i8(d, qh, q8 + h * d)) * scale;
+            int8_t *qh8 = q8 + h * d;
+            qd[h] = (ops->quantize_i8 ? ops->quantize_i8(d, qh, qh8) : qt_kv_quantize_i8(d, qh, qh8)) * scale;
             nh[h] = n[j];
             outs[h] = out + j * ldo + (int64_t)i * d;
         }

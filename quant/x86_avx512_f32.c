@@ -108,7 +108,8 @@ static void swiglu(float *g, const float *u, int64_t n)
     for (int64_t c = 0; c < n; c += 16) {
         const __m512 x = _mm512_loadu_ps(g + c);
         const __m512 e = qt_expv16(_mm512_sub_ps(_mm512_setzero_ps(), x));
-        _mm512_storeu_ps(g + c, _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), _mm512_loadu_ps(u + c)));
+        const __m512 sig = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+        _mm512_storeu_ps(g + c, _mm512_mul_ps(sig, _mm512_loadu_ps(u + c)));
     }
 }
 

@@ -129,8 +129,9 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
                        gl_attn_prompt_work((int)(prompt_block(group) * group), n_ctx < 1024 ? n_ctx : 1024));
     c->aw_len = (c->aw_len + 15) / 16 * 16;
     c->aw = alloc64(NT * c->aw_len * sizeof(float));
-    if (!c->tiled || !c->n_rows || !c->blocks || !c->aw || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
-        !c->vis || !c->vis_tok || !c->q8 || !c->krow || !c->vrows || !c->mm || !c->cells || !c->out_row) {
+    if (!c->tiled || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
+        !c->vis || !c->vis_tok || !c->q8 || !c->krow || !c->vrows || !c->mm || !c->cells || !c->out_row ||
+        !c->n_rows || !c->blocks || !c->aw) {
         qlm_ctx_free(c);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory allocating scratch for a %d-token batch",
                         c->n_batch);
