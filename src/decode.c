@@ -362,6 +362,8 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
     const int n_blocks = prompt_blocks(c, layer, T, pos, seq);
     if (!n_blocks)
         for (int t = 0; t < T; t++) c->n_rows[t] = 0;
+    int rest = 0;
+    for (int t = 0; t < T; t++) rest += !c->n_rows[t];
     /* num_threads: the scratch has n_threads slots, whatever another
      * context set as the process default.  Dynamic: a prompt's later
      * tokens see more rows, and a static split gave the last thread most
@@ -382,10 +384,13 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
             gl_attn_prompt(D, c->blocks[b + 1] - t0, group, c->q + at, QD, scale, &kview, &vview, c->n_rows + t0,
                            c->aw + (size_t)th * c->aw_len, c->att + at, QD);
         }
-        #pragma omp for collapse(2) schedule(dynamic, 8)
-        for (int t = 0; t < T; t++)
-            for (int h = 0; h < H; h++)
-                if (!c->n_rows[t]) attend(c, layer, t, h, th, pos, seq, T > 1);
+        /* the rest head by head (a whole prompt in blocks: nothing) */
+        if (rest) {
+            #pragma omp for collapse(2) schedule(dynamic, 8)
+            for (int t = 0; t < T; t++)
+                for (int h = 0; h < H; h++)
+                    if (!c->n_rows[t]) attend(c, layer, t, h, th, pos, seq, T > 1);
+        }
     }
 }
 
