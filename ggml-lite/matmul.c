@@ -107,6 +107,13 @@ static void matmul_tiles_x(const qt_tiles *tiles, int n_w, const gl_tensor *cons
     uint8_t *packed = (uint8_t *)xq + (x ? 0 : xq_row * (size_t)n_tokens);
     packed += (64 - (uintptr_t)packed % 64) % 64;
     const int n_tiles = (n_tokens + QT_TILE_COLS - 1) / QT_TILE_COLS;
+    /* Runs per take: each take is an atomic add on a line the threads
+     * share (one run per take: 0.9% of a pp512 Q8_0 pass's samples in
+     * libgomp's fetch-add on a 2-core VM; four: 0.2%); up to 4 while
+     * every thread still gets 8 takes a pass, so the threads end within
+     * a few runs of each other. */
+    const int64_t grab_max = runs / (8 * (int64_t)omp_get_max_threads());
+    const int grab = grab_max < 1 ? 1 : grab_max > 4 ? 4 : (int)grab_max;
     #pragma omp parallel
     {
         #pragma omp for schedule(static)
@@ -118,7 +125,7 @@ static void matmul_tiles_x(const qt_tiles *tiles, int n_w, const gl_tensor *cons
         for (int c0 = 0; c0 < n_tokens; c0 += pass_cols) {
             const int nc = n_tokens - c0 < pass_cols ? n_tokens - c0 : pass_cols;
             const uint8_t *pass = packed + tiles->pack_size((int)n_in, c0);
-            #pragma omp for schedule(dynamic, 1) nowait
+            #pragma omp for schedule(dynamic, grab) nowait
             for (int64_t run = 0; run < runs; run++) {
                 int i = 0;
                 int64_t r0 = run * TB_ROWS;
