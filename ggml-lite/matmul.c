@@ -209,6 +209,25 @@ bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)
     return true;
 }
 
+/* The order matmul() (not each) computes w's outputs in for n_tokens
+ * tokens; the tile kernels keep the order of the path they stand for
+ * (Q8_0's is vec_dot's, the K-quants' the tiled one). */
+typedef enum { ORDER_VEC_DOT, ORDER_TILED, ORDER_TINYBLAS, ORDER_REPACKED } mm_order;
+
+static mm_order order_of(const gl_tensor *w, int n_tokens)
+{
+    if (qt_repack_applies(w->type, w->ne[1])) return ORDER_REPACKED;
+    if (qt_tiled_applies(w->type, w->ne[1], n_tokens)) return ORDER_TILED;
+    if (qt_tinyblas_dot(w->type, w->ne[1], n_tokens)) return ORDER_TINYBLAS;
+    return ORDER_VEC_DOT;
+}
+
+bool gl_matmul_same_order(const gl_tensor *w, int n_a, int n_b)
+{
+    const mm_order a = order_of(w, n_a);
+    return a != ORDER_REPACKED && a == order_of(w, n_b);
+}
+
 /* Tiles [g, g + n) of the weights w[] (numbered across them), each
  * weight's part in calls of up to max_tiles tiles. */
 static void rows_tiles(int n_w, const gl_tensor *const w[], float *const y[], const void *xq, size_t xq_row,

@@ -8,6 +8,7 @@
 #ifndef QLM_GL_MATMUL_H
 #define QLM_GL_MATMUL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ggml-lite/tensor.h"
@@ -32,6 +33,14 @@ int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float 
  * the one-token bits.  Weights are still read once per row (group) for
  * all tokens. */
 int gl_matmul_each(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch);
+/* Whether gl_matmul gives a token's outputs the same bits in a call of
+ * n_a tokens as in one of n_b, wherever the token sits in either: the
+ * weight takes the same order at both sizes (vec_dot's, tiled or
+ * tinyBLAS; each output's order depends on nothing else), and not the
+ * repacked one, whose gemm takes tokens in fours by their place in the
+ * batch.  Callers that merge separate batches into one (qlm batch's
+ * prompts) check it for every weight. */
+bool gl_matmul_same_order(const gl_tensor *w, int n_a, int n_b);
 
 /* For callers that run their own parallel region around several matmuls
  * and the elementwise work between them (batched decoding: one region

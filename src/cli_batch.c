@@ -2,9 +2,9 @@
  * model, several sequences decoded together.
  *
  * Continuous batching: up to --parallel sequences live in the KV cache at
- * once, one per slot (sequence id = slot).  A new prompt is prefilled on
- * its own (so its arithmetic is what it would be alone); then each step
- * decodes the next token of every live sequence in one qlm_decode batch,
+ * once, one per slot (sequence id = slot).  The prompts that take slots
+ * together are prefilled together, in passes whose arithmetic is what
+ * each prompt's would be alone (prefill_round); then each step decodes the next token of every live sequence in one qlm_decode batch,
  * and a finished sequence's slot takes the next prompt at once.  Output
  * lines come out in input order (finished lines wait for earlier ones),
  * each written whole with one write() and fsync'd, so a killed run leaves
@@ -81,6 +81,7 @@ typedef struct slot {
     size_t len, cap;
     double t_start, prompt_ms;
     int cached;             /* prompt tokens taken from the cache */
+    bool prefilling;        /* admitted; the prompt is computed in this round's prefill */
     /* The prompt whose cells this sequence holds (kept after the line
      * finishes, until the slot takes another): the prefixes others share. */
     int32_t *kv_toks;
@@ -139,6 +140,9 @@ typedef struct batch {
     bool progress;
     long total, finished, skipped, errors;
     long long gen_tokens, cached_tokens, drafted, accepted;
+    long long prefill_passes; /* forward passes of prompt chunks */
+    job held;               /* a line waiting for the next round (pick_prefix) */
+    bool have_held;
     double t0, last_draw;
 } batch;
 
@@ -673,31 +677,53 @@ static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb)
     return k;
 }
 
-/* Puts j in slot s (sequence seq) and samples its first token.  The
- * longest prefix of its prompt that some sequence already holds (itself,
- * from its last line, or another slot) is shared through the cache; the
- * rest is decoded on its own, as it would be alone. */
-static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
+/* The part of a held prefix of length l that a prompt of n tokens keeps:
+ * a multiple of align, and at least two tokens left to compute. */
+static int usable_prefix(int l, int n, int align)
 {
-    qlm_err err = {0};
+    const int keep = l < n - 2 ? l : n - 2;
+    return keep > 0 ? keep / align * align : 0;
+}
+
+/* The longest prefix of a prompt (ids, n) that some sequence holds: its
+ * own slot's (from its last line) first, then the other slots'.  Returns
+ * the length kept and the sequence it comes from in *src.  A slot whose
+ * prompt waits in this round's prefill holds only its first `cached`
+ * positions yet; *wait says that one of them will hold a longer prefix
+ * than any held now: the prompt then waits for the next round. */
+static int pick_prefix(const batch *b, int seq, const int32_t *ids, int n, int *src, bool *wait)
+{
+    const int nb = qlm_ctx_n_batch(b->ctx);
+    const int align = nb % PREFIX_ALIGN ? nb : PREFIX_ALIGN;
+    const slot *own = &b->slots[seq];
+    int best = common_prefix(own->kv_toks, own->n_kv_toks, ids, n), later = 0;
+    *src = seq;
+    for (int o = 0; o < b->o.parallel; o++) {
+        if (o == seq) continue;
+        const slot *so = &b->slots[o];
+        int l = common_prefix(so->kv_toks, so->n_kv_toks, ids, n);
+        if (so->prefilling) {
+            if (l > later) later = l;
+            if (l > so->cached) l = so->cached;
+        }
+        if (l > best) { best = l; *src = o; }
+    }
+    *wait = usable_prefix(later, n, align) > usable_prefix(best, n, align);
+    return usable_prefix(best, n, align);
+}
+
+/* Puts j in slot s (sequence seq), its first `keep` positions shared
+ * from sequence src through the cache; the rest waits for the round's
+ * prefill (prefill_round). */
+static int admit(batch *b, slot *s, int seq, job *j, int keep, int src)
+{
     int32_t *kv_toks = s->kv_toks;
-    const int n_kv_toks = s->n_kv_toks;
     slot_reset(s);
     s->j = *j;
     memset(j, 0, sizeof *j);
-    s->busy = true;
+    s->busy = s->prefilling = true;
     s->t_start = qlm_now_ms();
-    const int n = s->j.n_ids, nb = qlm_ctx_n_batch(b->ctx);
-    const int align = nb % PREFIX_ALIGN ? nb : PREFIX_ALIGN;
-    /* the longest held prefix, own first */
-    int best = common_prefix(kv_toks, n_kv_toks, s->j.ids, n), src = seq;
-    for (int o = 0; o < b->o.parallel; o++) {
-        if (o == seq) continue;
-        const int l = common_prefix(b->slots[o].kv_toks, b->slots[o].n_kv_toks, s->j.ids, n);
-        if (l > best) { best = l; src = o; }
-    }
-    int keep = best < n - 2 ? best : n - 2;
-    keep = keep > 0 ? keep / align * align : 0;
+    const int n = s->j.n_ids;
     qlm_kv *kv = qlm_ctx_kv(b->ctx);
     if (src == seq) qlm_kv_seq_rm(kv, seq, keep, -1);
     else {
@@ -711,13 +737,16 @@ static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
     if (!(s->smp = qlm_sampler_for(b->m, &s->j.sp))) return qlm_cli_error(QLM_ERUNTIME, "out of memory");
     qlm_stopper_init(&s->stop, (const char *const *)s->j.stops, s->j.n_stops);
     for (int i = 0; i < n; i++) qlm_sampler_accept(s->smp, s->j.ids[i]);
-    pb->one_by_one = false;
-    for (int off = keep; off < n; off = (off / nb + 1) * nb) {
-        pb->n = 0;
-        for (int i = off; i < n && i < (off / nb + 1) * nb; i++) qlm_batch_add(pb, s->j.ids[i], i, seq, i == n - 1);
-        if (qlm_decode(b->ctx, pb, &err)) return qlm_cli_report(&err);
-    }
-    pb->one_by_one = true;
+    return 0;
+}
+
+/* s's prompt is in the cache: its draft model reads it too, and the
+ * first token is sampled from logits. */
+static int prompt_done(batch *b, slot *s, int seq, const float *logits)
+{
+    qlm_err err = {0};
+    const int n = s->j.n_ids;
+    s->prefilling = false;
     if (s->drafter) {
         qlm_spec_adapt_init(&s->ad, s->drafter->rel_cost);
         /* a draft model reads the prompt too, in prompt time */
@@ -729,7 +758,78 @@ static int start(batch *b, slot *s, int seq, job *j, qlm_batch *pb)
     }
     s->prompt_ms = qlm_now_ms() - s->t_start;
     s->pos = n - 1;
-    return advance(b, s, seq, qlm_logits(b->ctx, 0));
+    return advance(b, s, seq, logits);
+}
+
+/* One forward pass of prompt chunks, at most one per sequence: tokens
+ * [off[k], end[k]) of sequence seq[k]'s prompt. */
+typedef struct pass {
+    int n, tokens, rows;    /* chunks, their tokens, those that end a prompt */
+    int seq[QLM_MAX_SEQ], off[QLM_MAX_SEQ], end[QLM_MAX_SEQ];
+} pass;
+
+/* Whether chunk (seq, off, end) may join p: the pass stays within one
+ * micro-batch, and every chunk's tokens get the bits they get in a pass
+ * of their own (qlm_ctx_same_order at the pass's size and at the chunk's). */
+static bool pass_fits(const batch *b, const pass *p, int seq, int off, int end)
+{
+    const int nb = qlm_ctx_n_batch(b->ctx);
+    if (!p->n) return true;
+    if (p->tokens + end - off > nb) return false;
+    const int T = p->tokens + end - off, rows = p->rows + (end == b->slots[seq].j.n_ids);
+    if (!qlm_ctx_same_order(b->ctx, end - off, end == b->slots[seq].j.n_ids, T, rows)) return false;
+    for (int k = 0; k < p->n; k++) {
+        const int last = p->end[k] == b->slots[p->seq[k]].j.n_ids;
+        if (p->seq[k] == seq || !qlm_ctx_same_order(b->ctx, p->end[k] - p->off[k], last, T, rows)) return false;
+    }
+    return true;
+}
+
+static int run_pass(batch *b, pass *p, qlm_batch *pb)
+{
+    qlm_err err = {0};
+    pb->n = 0;
+    for (int k = 0; k < p->n; k++) {
+        const slot *s = &b->slots[p->seq[k]];
+        for (int i = p->off[k]; i < p->end[k]; i++)
+            qlm_batch_add(pb, s->j.ids[i], i, p->seq[k], i == s->j.n_ids - 1);
+    }
+    if (qlm_decode(b->ctx, pb, &err)) return qlm_cli_report(&err);
+    b->prefill_passes++;
+    int rc = 0;
+    for (int k = 0, row = 0; k < p->n && !rc; k++)
+        if (p->end[k] == b->slots[p->seq[k]].j.n_ids)
+            rc = prompt_done(b, &b->slots[p->seq[k]], p->seq[k], qlm_logits(b->ctx, row++));
+    p->n = p->tokens = p->rows = 0;
+    return rc;
+}
+
+/* Computes the prompts admitted this round (seqs[0..n)), each in the
+ * chunks PREFIX_ALIGN's comment describes, and samples each one's first
+ * token.  Chunks of several prompts share a forward pass where that
+ * keeps every chunk's bits (pass_fits): the weights are then read once
+ * for all of them, where a pass per prompt read them for each. */
+static int prefill_round(batch *b, const int *seqs, int n, qlm_batch *pb)
+{
+    const int nb = qlm_ctx_n_batch(b->ctx);
+    pass p = {0};
+    int rc = 0;
+    pb->one_by_one = false;
+    for (int k = 0; k < n && !rc; k++) {
+        const slot *s = &b->slots[seqs[k]];
+        for (int off = s->cached; off < s->j.n_ids && !rc; off = (off / nb + 1) * nb) {
+            const int end = s->j.n_ids < (off / nb + 1) * nb ? s->j.n_ids : (off / nb + 1) * nb;
+            if (!pass_fits(b, &p, seqs[k], off, end)) rc = run_pass(b, &p, pb);
+            p.seq[p.n] = seqs[k];
+            p.off[p.n] = off;
+            p.end[p.n++] = end;
+            p.tokens += end - off;
+            p.rows += end == s->j.n_ids;
+        }
+    }
+    if (!rc && p.n) rc = run_pass(b, &p, pb);
+    pb->one_by_one = true;
+    return rc;
 }
 
 static void draw_progress(batch *b, bool final)
@@ -845,6 +945,50 @@ static void adapt_step(batch *b, const int *busy_idx, const int *row0, int n_bus
     }
 }
 
+/* Fills free slots with the next lines, in rounds: the lines admitted in
+ * a round are prefilled together (prefill_round); a line that waits for
+ * a prefix being computed in this round (pick_prefix) ends the round and
+ * starts the next.  A line that ends at its first token frees its slot
+ * for a further round. */
+static int fill(batch *b, qlm_batch *pb)
+{
+    int rc = 0;
+    for (;;) {
+        int seqs[QLM_MAX_SEQ], n = 0;
+        bool wait = false;
+        for (int i = 0; i < b->o.parallel && !rc && !wait && !interrupted && !b->out_broken; i++) {
+            while (!b->slots[i].busy && (b->have_held || !b->in_done)) {
+                job j;
+                if (b->have_held) {
+                    j = b->held;
+                    b->have_held = false;
+                } else {
+                    const int r = next_job(b, &j);
+                    if (r <= 0) { rc = r; break; }
+                    if (j.error) {
+                        rc = put_result(b, j.order, error_record(&j));
+                        job_free(&j);
+                        if (rc) break;
+                        continue;
+                    }
+                }
+                int src;
+                const int keep = pick_prefix(b, i, j.ids, j.n_ids, &src, &wait);
+                if (wait) {
+                    b->held = j;
+                    b->have_held = true;
+                    break;
+                }
+                if ((rc = admit(b, &b->slots[i], i, &j, keep, src))) break;
+                seqs[n++] = i;
+            }
+        }
+        if (rc || !n || interrupted || b->out_broken) return rc;
+        if ((rc = prefill_round(b, seqs, n, pb))) return rc;
+        draw_progress(b, false);
+    }
+}
+
 static int run(batch *b)
 {
     qlm_batch step;
@@ -860,23 +1004,7 @@ static int run(batch *b)
     qlm_err err = {0};
     int busy_idx[QLM_MAX_SEQ], row0[QLM_MAX_SEQ];
     for (;;) {
-        /* Fill free slots with the next lines. */
-        for (int i = 0; i < P && !rc && !interrupted && !b->out_broken; i++) {
-            while (!b->slots[i].busy && !b->in_done) {
-                job j;
-                int r = next_job(b, &j);
-                if (r <= 0) { rc = r; break; }
-                if (j.error) {
-                    rc = put_result(b, j.order, error_record(&j));
-                    job_free(&j);
-                    if (rc) break;
-                    continue;
-                }
-                if ((rc = start(b, &b->slots[i], i, &j, &step))) break;
-                draw_progress(b, false);
-            }
-        }
-        if (rc || interrupted || b->out_broken) break;
+        if ((rc = fill(b, &step)) || interrupted || b->out_broken) break;
         /* One token (and its draft) for every live sequence, all in one batch. */
         int n_busy = 0;
         step.n = 0;
@@ -967,8 +1095,9 @@ int qlm_cmd_batch(int argc, char **argv)
     if (logs) {
         const double secs = (qlm_now_ms() - b.t0) / 1e3;
         fprintf(stderr, "qlm: %ld lines written (%ld with errors), %ld already done; %lld prompt tokens "
-                "shared from the cache; %lld tokens generated in %.1f s (%.1f t/s)\n", b.finished, b.errors,
-                b.skipped, b.cached_tokens, b.gen_tokens, secs, secs > 0 ? b.gen_tokens / secs : 0.0);
+                "shared from the cache, the rest in %lld passes; %lld tokens generated in %.1f s (%.1f t/s)\n",
+                b.finished, b.errors, b.skipped, b.cached_tokens, b.prefill_passes, b.gen_tokens, secs,
+                secs > 0 ? b.gen_tokens / secs : 0.0);
         if (b.sc.drafter)
             fprintf(stderr, "qlm: speculative (%s): drafted %lld, accepted %lld (%.1f%%)\n", b.sc.drafter->kind,
                     b.drafted, b.accepted, b.drafted ? 100.0 * b.accepted / b.drafted : 0.0);
@@ -1005,6 +1134,7 @@ done:
     free(b.slots);
     for (long i = 0; i < b.pending_cap; i++) free(b.pending[i]);
     free(b.pending);
+    if (b.have_held) job_free(&b.held);
     for (size_t i = 0; i < b.n_done; i++) free(b.done[i].key);
     free(b.done);
     if (b.have_fmt) qlm_chat_fmt_free(&b.fmt);

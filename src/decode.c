@@ -760,6 +760,18 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
     return QLM_OK;
 }
 
+bool qlm_ctx_same_order(const qlm_ctx *c, int n_a, int rows_a, int n_b, int rows_b)
+{
+    const qlm_model *m = c->m;
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        const qlm_layer *L = &m->layers[l];
+        const gl_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+            if (!gl_matmul_same_order(ws[i], n_a, n_b)) return false;
+    }
+    return !rows_a || !rows_b || gl_matmul_same_order(&m->output, rows_a, rows_b);
+}
+
 int qlm_decode(qlm_ctx *c, const qlm_batch *b, qlm_err *err)
 {
     const qlm_hparams *hp = &c->m->hp;

@@ -1,0 +1,123 @@
+/* test_group_prefill.c - several sequences' prompts in one forward pass
+ * (qlm batch prefills the prompts that take slots together so) against
+ * each prompt in a pass of its own: wherever qlm_ctx_same_order says the
+ * two pass sizes keep a token's bits, every logit of each prompt's last
+ * token and of the next one-token step is the same bit for bit; and it
+ * says no where the weights' order depends on the batch (repacked Q4_0,
+ * the K-quants' tiled order from 8 tokens). */
+#include <string.h>
+#include <unistd.h>
+
+#include "src/model.h"
+#include "test.h"
+#include "tiny_model.h"
+
+enum { NS = 8, STEP_TOK = 77 };
+static const int LEN[NS] = {2, 3, 5, 9, 4, 7, 11, 6};
+
+static int32_t tok_of(int s, int i) { return (int32_t)((s * 53 + i * 31 + 7) % 256); }
+
+static qlm_ctx *new_ctx(const qlm_model *m)
+{
+    const qlm_ctx_params cp = {.n_ctx = 128, .n_batch = 64, .n_threads = 2};
+    qlm_ctx *c = NULL;
+    qlm_err err = {0};
+    return qlm_ctx_new(&c, m, &cp, &err) ? NULL : c;
+}
+
+/* Prompt logits of the sequences in `which` (seqs[0..n)), all in one pass,
+ * then one token each in a one_by_one step; rows to out[seq][2][V]. */
+static int run(const qlm_model *m, const int *seqs, int n, float *out)
+{
+    const int V = m->hp.n_vocab;
+    qlm_ctx *c = new_ctx(m);
+    if (!c) return -1;
+    qlm_batch b;
+    qlm_batch_init(&b, 64);
+    qlm_err err = {0};
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < LEN[seqs[k]]; i++) qlm_batch_add(&b, tok_of(seqs[k], i), i, seqs[k], i == LEN[seqs[k]] - 1);
+    int rc = qlm_decode(c, &b, &err);
+    for (int k = 0; !rc && k < n; k++) memcpy(out + (size_t)seqs[k] * 2 * V, qlm_logits(c, k), sizeof(float) * V);
+    b.n = 0;
+    b.one_by_one = true;
+    for (int k = 0; k < n; k++) qlm_batch_add(&b, STEP_TOK + seqs[k], LEN[seqs[k]], seqs[k], true);
+    if (!rc) rc = qlm_decode(c, &b, &err);
+    for (int k = 0; !rc && k < n; k++) memcpy(out + ((size_t)seqs[k] * 2 + 1) * V, qlm_logits(c, k), sizeof(float) * V);
+    qlm_batch_free(&b);
+    qlm_ctx_free(c);
+    return rc;
+}
+
+/* Whether the pass of all NS prompts keeps each one's bits. */
+static bool group_same_order(const qlm_model *m)
+{
+    qlm_ctx *c = new_ctx(m);
+    int total = 0;
+    bool same = c != NULL;
+    for (int s = 0; s < NS; s++) total += LEN[s];
+    for (int s = 0; s < NS && same; s++) same = qlm_ctx_same_order(c, LEN[s], 1, total, NS);
+    qlm_ctx_free(c);
+    return same;
+}
+
+static void check(const char *arch, qt_type type, int n_embd, bool expect_same)
+{
+    char name[96], path[] = "/tmp/qlm-test-group-XXXXXX";
+    snprintf(name, sizeof name, "group_prefill_%s_%s", arch, qt_get(type)->name);
+    TEST_BEGIN(name);
+    close(mkstemp(path));
+    tiny_cfg cfg = tiny_default();
+    cfg.arch = arch;
+    cfg.wtype = type;
+    cfg.n_embd = n_embd;
+    cfg.n_ff = n_embd == 64 ? 96 : n_embd;
+    if (!strcmp(arch, "gemma3")) {
+        cfg.n_swa = 4;
+        cfg.swa_pattern = 2;
+        cfg.rope_base_swa = 10000.0f;
+        cfg.softcap = 30.0f;
+    }
+    qlm_model *m = NULL;
+    qlm_err err = {0};
+    const int loaded = tiny_write(path, &cfg) == 0 && qlm_model_load(&m, path, &err) == 0;
+    unlink(path);
+    CHECK(loaded, "cannot write or load the model: %s", err.msg);
+    if (!loaded) { TEST_END(); return; }
+    const bool same = group_same_order(m);
+    CHECK(same == expect_same, "qlm_ctx_same_order says %s for %d prompts in one pass", same ? "yes" : "no", NS);
+    const int V = m->hp.n_vocab;
+    float *alone = test_xmalloc(sizeof(float) * NS * 2 * V), *group = test_xmalloc(sizeof(float) * NS * 2 * V);
+    int rc = 0;
+    for (int s = 0; s < NS && !rc; s++) rc = run(m, &s, 1, alone);
+    int all[NS];
+    for (int s = 0; s < NS; s++) all[s] = s;
+    if (!rc) rc = run(m, all, NS, group);
+    CHECK(!rc, "decode failed");
+    for (int s = 0; s < NS && !rc && same; s++)
+        for (int r = 0; r < 2; r++)
+            if (memcmp(alone + ((size_t)s * 2 + r) * V, group + ((size_t)s * 2 + r) * V, sizeof(float) * V)) {
+                CHECK(0, "prompt %d (%d tokens): %s logits differ alone and in the group", s, LEN[s],
+                      r ? "the next step's" : "its last token's");
+                break;
+            }
+    free(alone);
+    free(group);
+    qlm_model_free(m);
+    TEST_END();
+}
+
+int main(void)
+{
+    static const char *const archs[] = {"llama", "qwen2", "gemma3"};
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
+        check(archs[a], QT_Q4_1, 64, true);
+        check(archs[a], QT_Q8_0, 64, true);
+    }
+    check("llama", QT_Q5_0, 64, true);
+    check("llama", QT_F16, 64, true);
+    /* the batch decides these orders: never merged */
+    check("llama", QT_Q4_0, 64, true);
+    check("llama", QT_Q4_K, 256, false);
+    TEST_EXIT();
+}
