@@ -144,10 +144,25 @@ assert a["text"] == b["text"], (a["text"], b["text"])' "$tmp/one.out" "$tmp/pre.
 done
 if [ $ok = 0 ]; then pass batch_shared_prefix_same_results; else fail batch_shared_prefix_same_results "$why"; fi
 
+# --- the same lines taking 5 slots at once: the first line's prompt is
+# computed alone, the other four wait for its prefix, then share it and
+# are computed together in one pass (2 passes in all), same texts ---
+$QLM batch -m "$M" "$tmp/pre.jsonl" --temp 0 --parallel 5 -v >"$tmp/pre5.out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && grep -q 'the rest in 2 passes;' "$tmp/err" && python3 -c '
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]; b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) == 5, (len(a), len(b))
+for x, y in zip(a, b):
+    assert x["text"] == y["text"] and x["tokens"] == y["tokens"], (x, y)' "$tmp/pre.out" "$tmp/pre5.out" 2>"$tmp/py"
+then pass batch_shared_prefix_waits_then_group_prefill
+else fail batch_shared_prefix_waits_then_group_prefill "rc=$rc $(tail -1 "$tmp/py") $(tail -1 "$tmp/err")"; fi
+
 # --- greedy: a prompt alone, and in a batch of 8, and through qlm run ---
 gen "$tmp/eight.jsonl" 8 60
-$QLM batch -m "$M" "$tmp/eight.jsonl" --temp 0 --parallel 8 >"$tmp/b8.jsonl" 2>/dev/null
+# (the 8 prompts are computed in one pass: -v counts the passes)
+$QLM batch -m "$M" "$tmp/eight.jsonl" --temp 0 --parallel 8 -v >"$tmp/b8.jsonl" 2>"$tmp/err"
 ok=1; why=""
+grep -q 'the rest in 1 passes;' "$tmp/err" || { ok=0; why="not one prefill pass: $(tail -1 "$tmp/err")"; }
 for i in 1 4 8; do
     sed -n "${i}p" "$tmp/eight.jsonl" > "$tmp/one.jsonl"
     $QLM batch -m "$M" "$tmp/one.jsonl" --temp 0 --parallel 1 >"$tmp/b1.jsonl" 2>/dev/null
