@@ -194,22 +194,37 @@ static int32_t argmax(const qlm_sampler *s)
  * every sequence every step).  The same token: argmax keeps the first
  * index whose value no later one exceeds, i.e. a NaN at 0 wins, NaNs
  * elsewhere never do, and ties (-0 == +0 too) go to the lowest index.
- * The maximum is taken in 8 independent chains so the loop is not one
- * long compare chain; any chain order finds the same value. */
+ * One pass in blocks: a block's maximum is taken in 16 independent
+ * chains (any chain order finds the same value; x > m ? x : m is one
+ * vector max), and only a block that beats the best so far is searched
+ * for its first index of that value: one read of the row where a
+ * maximum, then a search from the start, read it twice (8 rows a step
+ * at --parallel 8: 145 us against 61). */
+enum { ARGMAX_BLOCK = 256 };
+
 static int32_t argmax_logits(const float *x, int n)
 {
     if (isnan(x[0])) return 0;
-    float m[8];
-    for (int j = 0; j < 8; j++) m[j] = x[0];
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
-    for (; i < n; i++) m[0] = x[i] > m[0] ? x[i] : m[0];
-    float best = m[0];
-    for (int j = 1; j < 8; j++) best = m[j] > best ? m[j] : best;
-    for (i = 0; i < n; i++)
-        if (x[i] == best) break;
-    return i;
+    float best = x[0];
+    int at = 0;
+    for (int i0 = 0; i0 < n; i0 += ARGMAX_BLOCK) {
+        const int nb = n - i0 < ARGMAX_BLOCK ? n - i0 : ARGMAX_BLOCK;
+        const float *xb = x + i0;
+        float m[16];
+        for (int j = 0; j < 16; j++) m[j] = best;
+        int i = 0;
+        for (; i + 16 <= nb; i += 16)
+            for (int j = 0; j < 16; j++) m[j] = xb[i + j] > m[j] ? xb[i + j] : m[j];
+        for (; i < nb; i++) m[0] = xb[i] > m[0] ? xb[i] : m[0];
+        float bm = m[0];
+        for (int j = 1; j < 16; j++) bm = m[j] > bm ? m[j] : bm;
+        if (bm > best) { /* bm is one of this block's values */
+            best = bm;
+            for (i = 0; xb[i] != bm; i++) {}
+            at = i0 + i;
+        }
+    }
+    return at;
 }
 
 /* Whether greedy must look at a modified copy of the logits. */
