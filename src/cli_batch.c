@@ -4,8 +4,9 @@
  * Continuous batching: up to --parallel sequences live in the KV cache at
  * once, one per slot (sequence id = slot).  The prompts that take slots
  * together are prefilled together, in passes whose arithmetic is what
- * each prompt's would be alone (prefill_round); then each step decodes the next token of every live sequence in one qlm_decode batch,
- * and a finished sequence's slot takes the next prompt at once.  Output
+ * each prompt's would be alone (prefill_round); then each step decodes
+ * the next token of every live sequence in one qlm_decode batch, and a
+ * finished sequence's slot takes the next prompt at once.  Output
  * lines come out in input order (finished lines wait for earlier ones),
  * each written whole with one write() and fsync'd, so a killed run leaves
  * at most one partial line; with -o, a rerun drops that partial line and
