@@ -37,9 +37,11 @@ struct qlm_ctx {
     int *cells;     /* [T] KV cells of the micro-batch */
     int *out_row;   /* [T] a token's row of logits in this micro-batch, -1: none */
     int8_t *tiled;  /* [T] p.v in tinyBLAS order (see attention) */
-    int *n_rows;    /* [T] rows 0..n-1 a prompt token sees, when its cells are those in order; else 0 */
+    int *n_rows;    /* [T] positions 0..n-1 a prompt token sees, when its sequence holds all of them; else 0 */
     int *blocks;    /* [T + 1] starts of the runs of such tokens that attend together */
     float *aw;      /* [n_threads][aw_len] gl_attn_prompt's work */
+    uint8_t *gath;  /* [n_threads][gath_len] a block's K and V rows and scales gathered in position order */
+    size_t gath_len;
     size_t aw_len;
     float *logits;  /* [n_logits][V] */
     int n_logits, logits_cap;
@@ -129,9 +131,11 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
                        gl_attn_prompt_work((int)(prompt_block(group) * group), n_ctx < 1024 ? n_ctx : 1024));
     c->aw_len = (c->aw_len + 15) / 16 * 16;
     c->aw = alloc64(NT * c->aw_len * sizeof(float));
+    c->gath_len = ((size_t)n_ctx * (hp->head_dim + sizeof(float)) * 2 + 63) / 64 * 64;
+    c->gath = alloc64(NT * c->gath_len);
     if (!c->tiled || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
         !c->vis || !c->vis_tok || !c->q8 || !c->krow || !c->vrows || !c->mm || !c->cells || !c->out_row ||
-        !c->n_rows || !c->blocks || !c->aw) {
+        !c->n_rows || !c->blocks || !c->aw || !c->gath) {
         qlm_ctx_free(c);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory allocating scratch for a %d-token batch",
                         c->n_batch);
@@ -146,7 +150,7 @@ void qlm_ctx_free(qlm_ctx *c)
     qlm_kv_free(&c->kv);
     free(c->x); free(c->xn); free(c->q); free(c->k); free(c->v); free(c->att);
     free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->out_row); free(c->tiled); free(c->logits);
-    free(c->n_rows); free(c->blocks); free(c->aw);
+    free(c->n_rows); free(c->blocks); free(c->aw); free(c->gath);
     free(c->vis); free(c->vis_tok); free(c->q8); free(c->krow); free(c->vrows);
     free(c);
 }
@@ -303,9 +307,10 @@ static void attend(qlm_ctx *c, int layer, int t, int h, int th, const int32_t *p
 /* Which tokens take gl_attn_prompt (c->n_rows) and in which runs
  * (c->blocks, n_blocks returned): tokens of a sequence processed several
  * at once (c->tiled, so never a one-token step or speculative
- * verification, which keep attend()'s bits) whose visible cells are
- * 0..n-1 in position order, as a prompt's are alone in the cache.  A
- * token's result depends on its rows alone, not on its run or batch. */
+ * verification, which keep attend()'s bits) whose sequence holds every
+ * position up to theirs, as a prompt's does; a run is one sequence's.
+ * A token's result depends on its rows alone (block_rows), not on its
+ * run, its batch or where its cells lie. */
 static int prompt_blocks(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
 {
     const qlm_hparams *hp = &c->m->hp;
@@ -320,15 +325,9 @@ static int prompt_blocks(qlm_ctx *c, int layer, int T, const int32_t *pos, const
         for (int t = 0; t < T; t++) {
             int n = 0;
             if (c->tiled[t])
-                for (int j = 0; j < kv->n_top; j++)
-                    if (qlm_kv_visible(kv, j, seq[t], pos[t])) {
-                        if (j != n || (n && kv->pos[j] < kv->pos[j - 1])) {
-                            n = 0;
-                            break;
-                        }
-                        n++;
-                    }
-            c->n_rows[t] = n;
+                for (int j = 0; j < kv->n_top; j++) n += qlm_kv_visible(kv, j, seq[t], pos[t]);
+            /* a sequence's positions are distinct: all of 0..pos[t] */
+            c->n_rows[t] = n == pos[t] + 1 ? n : 0;
         }
     }
     const int most = (int)prompt_block((size_t)group);
@@ -339,7 +338,7 @@ static int prompt_blocks(qlm_ctx *c, int layer, int T, const int32_t *pos, const
             continue;
         }
         int t1 = t + 1, n_max = c->n_rows[t];
-        while (t1 < T && t1 - t < most && c->n_rows[t1]) {
+        while (t1 < T && t1 - t < most && c->n_rows[t1] && seq[t1] == seq[t]) {
             const int nm = c->n_rows[t1] > n_max ? c->n_rows[t1] : n_max;
             if (gl_attn_prompt_work((t1 + 1 - t) * group, nm) > c->aw_len) break;
             n_max = nm;
@@ -352,10 +351,53 @@ static int prompt_blocks(qlm_ctx *c, int layer, int T, const int32_t *pos, const
     return n_blocks;
 }
 
+/* The K and V rows of KV head kvh that a block of sequence sq's prompt
+ * tokens sees (n[0..n_tok) positions each), in position order: in place
+ * where the sequence's cells for them are consecutive (always so alone),
+ * else gathered into thread th's scratch.  The rows' values and order are
+ * the same either way, so a token's bits do not depend on the cache's
+ * layout (another sequence's cells between its own, a prefix shared from
+ * one). */
+static void block_rows(qlm_ctx *c, int layer, int kvh, int th, int sq, const int *n, int n_tok, gl_kv_view *kview,
+                       gl_kv_view *vview)
+{
+    const qlm_kv *kv = &c->kv;
+    const int D = kv->head_dim;
+    int n_max = 0;
+    for (int j = 0; j < n_tok; j++) n_max = n[j] > n_max ? n[j] : n_max;
+    int32_t *cell = c->vis + (size_t)th * kv->n_ctx; /* attend()'s list: this thread's lists are reset after */
+    c->vis_tok[3 * th] = -1;
+    for (int j = 0; j < kv->n_top; j++)
+        if (kv->pos[j] >= 0 && kv->pos[j] < n_max && (kv->seqs[j] >> sq & 1)) cell[kv->pos[j]] = j;
+    bool run = true;
+    for (int i = 1; i < n_max && run; i++) run = cell[i] == cell[0] + i;
+    *kview = (gl_kv_view){.type = elem_of(kv->type_k), .ld = D, .lds = 1};
+    *vview = (gl_kv_view){.type = elem_of(kv->type_v), .ld = D, .lds = 1};
+    if (run) {
+        kview->data = qlm_kv_k_at(kv, layer, kvh, cell[0]);
+        kview->scale = qlm_kv_k_scale(kv, layer, kvh, cell[0]);
+        vview->data = qlm_kv_v_at(kv, layer, kvh, cell[0]);
+        vview->scale = qlm_kv_v_scale(kv, layer, kvh, cell[0]);
+        return;
+    }
+    /* int8 rows (gl_attn_prompt_applies): D bytes and one scale each */
+    int8_t *gk = (int8_t *)(c->gath + (size_t)th * c->gath_len), *gv = gk + (size_t)kv->n_ctx * D;
+    float *gks = (float *)(gv + (size_t)kv->n_ctx * D), *gvs = gks + kv->n_ctx;
+    for (int i = 0; i < n_max; i++) {
+        memcpy(gk + (size_t)i * D, qlm_kv_k_at(kv, layer, kvh, cell[i]), (size_t)D);
+        memcpy(gv + (size_t)i * D, qlm_kv_v_at(kv, layer, kvh, cell[i]), (size_t)D);
+        gks[i] = *qlm_kv_k_scale(kv, layer, kvh, cell[i]);
+        gvs[i] = *qlm_kv_v_scale(kv, layer, kvh, cell[i]);
+    }
+    kview->data = gk;
+    kview->scale = gks;
+    vview->data = gv;
+    vview->scale = gvs;
+}
+
 static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
 {
     const qlm_hparams *hp = &c->m->hp;
-    const qlm_kv *kv = &c->kv;
     const int H = hp->n_head, HKV = hp->n_head_kv, D = hp->head_dim, group = H / HKV, QD = H * D;
     const float scale = c->m->arch->scale_q ? 1.0f : hp->attn_scale;
     for (int i = 0; i < c->n_threads; i++) c->vis_tok[3 * i] = -1;
@@ -374,12 +416,8 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
         #pragma omp for schedule(dynamic, 1) nowait
         for (int u = 0; u < n_blocks * HKV; u++) {
             const int b = n_blocks - 1 - u / HKV, kvh = u % HKV, t0 = c->blocks[b];
-            const gl_kv_view kview = {
-                .type = elem_of(kv->type_k), .ld = D, .lds = 1, .data = qlm_kv_k_at(kv, layer, kvh, 0),
-                .scale = qlm_kv_k_scale(kv, layer, kvh, 0)};
-            const gl_kv_view vview = {
-                .type = elem_of(kv->type_v), .ld = D, .lds = 1, .data = qlm_kv_v_at(kv, layer, kvh, 0),
-                .scale = qlm_kv_v_scale(kv, layer, kvh, 0)};
+            gl_kv_view kview, vview;
+            block_rows(c, layer, kvh, th, seq[t0], c->n_rows + t0, c->blocks[b + 1] - t0, &kview, &vview);
             const size_t at = (size_t)t0 * QD + (size_t)kvh * group * D;
             gl_attn_prompt(D, c->blocks[b + 1] - t0, group, c->q + at, QD, scale, &kview, &vview, c->n_rows + t0,
                            c->aw + (size_t)th * c->aw_len, c->att + at, QD);
@@ -763,6 +801,9 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
 bool qlm_ctx_same_order(const qlm_ctx *c, int n_a, int rows_a, int n_b, int rows_b)
 {
     const qlm_model *m = c->m;
+    /* the fused layers' attention is attend()'s, the unfused layers' takes
+     * gl_attn_prompt for prompt tokens where it applies: other last bits */
+    if (fusable(c, n_a, false) != fusable(c, n_b, false)) return false;
     for (int l = 0; l < m->hp.n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
         const gl_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};

@@ -13,27 +13,27 @@
 #include "tiny_model.h"
 
 enum { NS = 8, STEP_TOK = 77 };
-static const int LEN[NS] = {2, 3, 5, 9, 4, 7, 11, 6};
+static const int LEN0[NS] = {2, 3, 5, 9, 4, 7, 11, 6};
 
 static int32_t tok_of(int s, int i) { return (int32_t)((s * 53 + i * 31 + 7) % 256); }
 
 static qlm_ctx *new_ctx(const qlm_model *m)
 {
-    const qlm_ctx_params cp = {.n_ctx = 128, .n_batch = 64, .n_threads = 2};
+    const qlm_ctx_params cp = {.n_ctx = 256, .n_batch = 128, .n_threads = 2};
     qlm_ctx *c = NULL;
     qlm_err err = {0};
     return qlm_ctx_new(&c, m, &cp, &err) ? NULL : c;
 }
 
-/* Prompt logits of the sequences in `which` (seqs[0..n)), all in one pass,
+/* Prompt logits of the sequences seqs[0..n) (LEN[s] tokens each), all in one pass,
  * then one token each in a one_by_one step; rows to out[seq][2][V]. */
-static int run(const qlm_model *m, const int *seqs, int n, float *out)
+static int run(const qlm_model *m, const int *LEN, const int *seqs, int n, float *out)
 {
     const int V = m->hp.n_vocab;
     qlm_ctx *c = new_ctx(m);
     if (!c) return -1;
     qlm_batch b;
-    qlm_batch_init(&b, 64);
+    qlm_batch_init(&b, 128);
     qlm_err err = {0};
     for (int k = 0; k < n; k++)
         for (int i = 0; i < LEN[seqs[k]]; i++) qlm_batch_add(&b, tok_of(seqs[k], i), i, seqs[k], i == LEN[seqs[k]] - 1);
@@ -50,7 +50,7 @@ static int run(const qlm_model *m, const int *seqs, int n, float *out)
 }
 
 /* Whether the pass of all NS prompts keeps each one's bits. */
-static bool group_same_order(const qlm_model *m)
+static bool group_same_order(const qlm_model *m, const int *LEN)
 {
     qlm_ctx *c = new_ctx(m);
     int total = 0;
@@ -61,10 +61,15 @@ static bool group_same_order(const qlm_model *m)
     return same;
 }
 
-static void check(const char *arch, qt_type type, int n_embd, bool expect_same)
+/* extra: tokens added to every prompt (8: none under the 8 tokens where
+ * Q8_0 batches take the tile kernels, and with them the unfused layers) */
+static void check(const char *arch, qt_type type, int n_embd, int extra, bool expect_same)
 {
     char name[96], path[] = "/tmp/qlm-test-group-XXXXXX";
-    snprintf(name, sizeof name, "group_prefill_%s_%s", arch, qt_get(type)->name);
+    snprintf(name, sizeof name, "group_prefill_%s_%s%s%s", arch, qt_get(type)->name, n_embd == 64 ? "" : "_wide",
+             extra ? "_long" : "");
+    int LEN[NS];
+    for (int s = 0; s < NS; s++) LEN[s] = LEN0[s] + extra;
     TEST_BEGIN(name);
     close(mkstemp(path));
     tiny_cfg cfg = tiny_default();
@@ -84,15 +89,15 @@ static void check(const char *arch, qt_type type, int n_embd, bool expect_same)
     unlink(path);
     CHECK(loaded, "cannot write or load the model: %s", err.msg);
     if (!loaded) { TEST_END(); return; }
-    const bool same = group_same_order(m);
+    const bool same = group_same_order(m, LEN);
     CHECK(same == expect_same, "qlm_ctx_same_order says %s for %d prompts in one pass", same ? "yes" : "no", NS);
     const int V = m->hp.n_vocab;
     float *alone = test_xmalloc(sizeof(float) * NS * 2 * V), *group = test_xmalloc(sizeof(float) * NS * 2 * V);
     int rc = 0;
-    for (int s = 0; s < NS && !rc; s++) rc = run(m, &s, 1, alone);
+    for (int s = 0; s < NS && !rc; s++) rc = run(m, LEN, &s, 1, alone);
     int all[NS];
     for (int s = 0; s < NS; s++) all[s] = s;
-    if (!rc) rc = run(m, all, NS, group);
+    if (!rc) rc = run(m, LEN, all, NS, group);
     CHECK(!rc, "decode failed");
     for (int s = 0; s < NS && !rc && same; s++)
         for (int r = 0; r < 2; r++)
@@ -111,13 +116,19 @@ int main(void)
 {
     static const char *const archs[] = {"llama", "qwen2", "gemma3"};
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
-        check(archs[a], QT_Q4_1, 64, true);
-        check(archs[a], QT_Q8_0, 64, true);
+        check(archs[a], QT_Q4_1, 64, 0, true);
+        check(archs[a], QT_Q8_0, 64, 8, true);
     }
-    check("llama", QT_Q5_0, 64, true);
-    check("llama", QT_F16, 64, true);
+    /* 64-wide heads: prompts take gl_attn_prompt, whose rows come from
+     * another place in the cache in the group (block_rows) */
+    check("llama", QT_Q8_0, 256, 8, true);
+    check("llama", QT_Q5_0, 64, 0, true);
+    check("llama", QT_F16, 64, 0, true);
     /* the batch decides these orders: never merged */
-    check("llama", QT_Q4_0, 64, false);
-    check("llama", QT_Q4_K, 256, false);
+    check("llama", QT_Q4_0, 64, 0, false);
+    check("llama", QT_Q4_K, 256, 0, false);
+    /* a 2-token prompt runs the fused layers alone, the unfused ones in a
+     * pass of 8 or more tokens: their prompt attention differs */
+    check("llama", QT_Q8_0, 256, 0, false);
     TEST_EXIT();
 }
