@@ -803,7 +803,10 @@ bool qlm_ctx_same_order(const qlm_ctx *c, int n_a, int rows_a, int n_b, int rows
     const qlm_model *m = c->m;
     /* the fused layers' attention is attend()'s, the unfused layers' takes
      * gl_attn_prompt for prompt tokens where it applies: other last bits */
-    if (fusable(c, n_a, false) != fusable(c, n_b, false)) return false;
+    const gl_kv_view kview = {.type = elem_of(c->kv.type_k)}, vview = {.type = elem_of(c->kv.type_v)};
+    const bool prompt_attn = gl_attn_prompt_applies(m->hp.head_dim, &kview, &vview) &&
+                             m->hp.n_head / m->hp.n_head_kv <= GL_ATTN_PROMPT_MAXQ;
+    if (prompt_attn && fusable(c, n_a, false) != fusable(c, n_b, false)) return false;
     for (int l = 0; l < m->hp.n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
         const gl_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
