@@ -2,6 +2,17 @@
 
 #include <sys/mman.h>
 
+void *gl_stream_alloc(size_t n)
+{
+    if (!n) return NULL;
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, n, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 void *gl_arena_alloc(size_t n)
 {
     if (!n) return NULL;

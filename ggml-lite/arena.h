@@ -11,6 +11,12 @@
 
 /* n zeroed bytes (n > 0), or NULL. */
 void *gl_arena_alloc(size_t n);
+/* n zeroed bytes (n > 0) that will be streamed through (weights, the
+ * bandwidth probe's buffer): transparent huge pages asked for, since in
+ * 4 KB pages this kind of VM reads them markedly slower (membw.c); with
+ * the ask refused, ordinary pages.  NULL on failure. */
+void *gl_stream_alloc(size_t n);
+/* Frees either kind. */
 void gl_arena_free(void *p, size_t n);
 
 #endif

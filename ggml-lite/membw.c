@@ -1,5 +1,7 @@
 #include "ggml-lite/membw.h"
 
+#include "ggml-lite/arena.h"
+
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -27,11 +29,8 @@ double gl_read_bandwidth(size_t bytes, int reps)
      * buffer and 13.6-16 GB/s from a huge-page one, alternating in one
      * process, and qlm's one-token Q8_0 matmuls over weights mapped in
      * 2 MB pages read 13.2-13.7 GB/s. */
-    uint64_t *buf = mmap(NULL, n * sizeof *buf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buf == MAP_FAILED) return 0;
-#ifdef MADV_HUGEPAGE
-    madvise(buf, n * sizeof *buf, MADV_HUGEPAGE);
-#endif
+    uint64_t *buf = gl_stream_alloc(n * sizeof *buf);
+    if (!buf) return 0;
     /* First touch from the threads that will read, so pages sit on their
      * NUMA node, as the model's weights do after the first token. */
     #pragma omp parallel for schedule(static)
@@ -61,6 +60,6 @@ double gl_read_bandwidth(size_t bytes, int reps)
         if (gbs > best) best = gbs;
     }
     (void)sink;
-    munmap(buf, n * sizeof *buf);
+    gl_arena_free(buf, n * sizeof *buf);
     return best;
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "ggml-lite/arena.h"
 #include "quant/types.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32
@@ -524,7 +525,7 @@ void gguf_close(gguf_ctx *ctx)
     free(P->t_sorted);
     if (ctx->locked) munlock(ctx->base, ctx->size);
     if (ctx->mapped && ctx->size) munmap((void *)ctx->base, ctx->size);
-    if (ctx->owned) munmap((void *)ctx->base, ctx->size);
+    if (ctx->owned) gl_arena_free((void *)ctx->base, ctx->size);
     free(P);
 }
 
@@ -568,11 +569,8 @@ const char *gguf_load_mode_name(gguf_load_mode m)
  * copy in 4 KB pages; with the ask ignored it is an ordinary copy. */
 static void *read_whole(int fd, size_t size, int *e)
 {
-    uint8_t *buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buf == MAP_FAILED) { *e = ENOMEM; return NULL; }
-#ifdef MADV_HUGEPAGE
-    madvise(buf, size, MADV_HUGEPAGE);
-#endif
+    uint8_t *buf = gl_stream_alloc(size);
+    if (!buf) { *e = ENOMEM; return NULL; }
 #ifdef POSIX_FADV_SEQUENTIAL
     posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -583,7 +581,7 @@ static void *read_whole(int fd, size_t size, int *e)
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             *e = r < 0 ? errno : EIO; /* EOF early: the file shrank under us */
-            munmap(buf, size);
+            gl_arena_free(buf, size);
             return NULL;
         }
         n += (size_t)r;

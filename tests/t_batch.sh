@@ -6,6 +6,15 @@ QLM=${QLM:-./qlm}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
+# How many of two 8-line outputs' lines have the same id and text (-1:
+# not 8 lines each).
+same_texts() {
+    python3 -c '
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]; b = [json.loads(l) for l in open(sys.argv[2])]
+print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) if len(a) == len(b) == 8 else -1)
+' "$1" "$2"
+}
 "$BUILD/tests/test_model" --write-tiny "$tmp/tiny.gguf" || { echo "FAIL batch_setup: cannot write tiny model"; exit 1; }
 M="$tmp/tiny.gguf"
 
@@ -263,11 +272,7 @@ with open(sys.argv[1], "w") as f:
 EOF
     $QLM batch -m "$DM" "$tmp/sm.jsonl" --temp 0 --parallel 8 -c 512 >"$tmp/sm8.jsonl" 2>/dev/null
     $QLM batch -m "$DM" "$tmp/sm.jsonl" --temp 0 --parallel 1 -c 512 >"$tmp/sm1.jsonl" 2>/dev/null
-    same=$(python3 -c '
-import json, sys
-a = [json.loads(l) for l in open(sys.argv[1])]; b = [json.loads(l) for l in open(sys.argv[2])]
-print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) if len(a) == len(b) == 8 else -1)
-' "$tmp/sm1.jsonl" "$tmp/sm8.jsonl")
+    same=$(same_texts "$tmp/sm1.jsonl" "$tmp/sm8.jsonl")
     if [ "$same" = 8 ]; then pass batch_default_model_alone_equals_batch_of_8
     elif [ $KV_BITEXACT = 1 ]; then fail batch_default_model_alone_equals_batch_of_8 "$same of 8 identical"
     else echo "XFAIL batch_default_model_alone_equals_batch_of_8: $same of 8 prompts identical; expected until attention is bit-exact across interleaved sequences"; fi
@@ -278,11 +283,7 @@ print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) i
     if [ -f "$Q8" ]; then
         $QLM batch -m "$Q8" "$tmp/sm.jsonl" --temp 0 --parallel 8 -c 512 >"$tmp/q8.8.jsonl" 2>/dev/null
         $QLM batch -m "$Q8" "$tmp/sm.jsonl" --temp 0 --parallel 1 -c 512 >"$tmp/q8.1.jsonl" 2>/dev/null
-        same=$(python3 -c '
-import json, sys
-a = [json.loads(l) for l in open(sys.argv[1])]; b = [json.loads(l) for l in open(sys.argv[2])]
-print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) if len(a) == len(b) == 8 else -1)
-' "$tmp/q8.1.jsonl" "$tmp/q8.8.jsonl")
+        same=$(same_texts "$tmp/q8.1.jsonl" "$tmp/q8.8.jsonl")
         if [ "$same" = 8 ]; then pass batch_q8_0_alone_equals_batch_of_8
         else fail batch_q8_0_alone_equals_batch_of_8 "$same of 8 identical"; fi
     fi
@@ -290,11 +291,7 @@ print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) i
     # drafts checked across sequences: the texts of one slot alone
     for flags in "" "--lookup" "-md $DM --draft 4 --draft-p-min 0 --draft-fixed"; do
         $QLM batch -m "$DM" "$tmp/sm.jsonl" --temp 0 --parallel 4 -c 512 $flags >"$tmp/sm4.jsonl" 2>/dev/null
-        same=$(python3 -c '
-import json, sys
-a = [json.loads(l) for l in open(sys.argv[1])]; b = [json.loads(l) for l in open(sys.argv[2])]
-print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) if len(a) == len(b) == 8 else -1)
-' "$tmp/sm1.jsonl" "$tmp/sm4.jsonl")
+        same=$(same_texts "$tmp/sm1.jsonl" "$tmp/sm4.jsonl")
         name="batch_default_model_4_slots_equal_alone${flags:+_$(echo "$flags" | cut -d' ' -f1 | tr -d -)}"
         if [ "$same" = 8 ]; then pass "$name"; else fail "$name" "$same of 8 identical"; fi
     done

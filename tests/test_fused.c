@@ -78,16 +78,9 @@ int main(void)
             snprintf(name, sizeof name, "fused_equals_unfused_%s_%s", archs[ai], qt_get(types[ti])->name);
             TEST_BEGIN(name);
             close(mkstemp(path));
-            tiny_cfg cfg = tiny_default();
-            cfg.arch = archs[ai];
+            tiny_cfg cfg = tiny_for_arch(archs[ai]);
             cfg.wtype = types[ti];
             cfg.n_layer = 3;
-            if (!strcmp(archs[ai], "gemma3")) {
-                cfg.n_swa = 4;
-                cfg.swa_pattern = 2;
-                cfg.rope_base_swa = 10000.0f;
-                cfg.softcap = 30.0f;
-            }
             qlm_model *m = NULL;
             qlm_err err = {0};
             const int wrote = tiny_write(path, &cfg);

@@ -72,17 +72,10 @@ static void check(const char *arch, qt_type type, int n_embd, int extra, bool ex
     for (int s = 0; s < NS; s++) LEN[s] = LEN0[s] + extra;
     TEST_BEGIN(name);
     close(mkstemp(path));
-    tiny_cfg cfg = tiny_default();
-    cfg.arch = arch;
+    tiny_cfg cfg = tiny_for_arch(arch);
     cfg.wtype = type;
     cfg.n_embd = n_embd;
     cfg.n_ff = n_embd == 64 ? 96 : n_embd;
-    if (!strcmp(arch, "gemma3")) {
-        cfg.n_swa = 4;
-        cfg.swa_pattern = 2;
-        cfg.rope_base_swa = 10000.0f;
-        cfg.softcap = 30.0f;
-    }
     qlm_model *m = NULL;
     qlm_err err = {0};
     const int loaded = tiny_write(path, &cfg) == 0 && qlm_model_load(&m, path, &err) == 0;

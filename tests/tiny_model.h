@@ -37,6 +37,21 @@ static inline tiny_cfg tiny_default(void)
                       .seed = 1};
 }
 
+/* The defaults for family arch, gemma3 with its sliding window (every
+ * other layer, 4 positions), second RoPE base and logit cap switched on. */
+static inline tiny_cfg tiny_for_arch(const char *arch)
+{
+    tiny_cfg cfg = tiny_default();
+    cfg.arch = arch;
+    if (arch && !strcmp(arch, "gemma3")) {
+        cfg.n_swa = 4;
+        cfg.swa_pattern = 2;
+        cfg.rope_base_swa = 10000.0f;
+        cfg.softcap = 30.0f;
+    }
+    return cfg;
+}
+
 static inline float tiny_rand(uint64_t *s) /* uniform in [-1, 1) */
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;

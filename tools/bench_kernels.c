@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "ggml-lite/arena.h"
 #include "ggml-lite/matmul.h"
 #include "ggml-lite/membw.h"
 #include "ggml-lite/threads.h"
@@ -28,17 +29,6 @@
 
 #define KB_N 4096             /* rows and columns */
 
-/* The weights in transparent huge pages where granted, as the bandwidth
- * probe's buffer (ggml-lite/membw.c says why the page size matters). */
-static uint8_t *weights_alloc(size_t bytes)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-    return p;
-}
 
 static double now_s(void)
 {
@@ -200,10 +190,10 @@ int qlm_bench_kernels(int argc, char **argv)
         if (!quant_act) continue;
         const size_t row_bytes = qt_row_size((qt_type)ty, KB_N), mat_bytes = row_bytes * KB_N;
         const int n_mat = (int)((stream + mat_bytes - 1) / mat_bytes);
-        uint8_t *w = weights_alloc(mat_bytes * n_mat);
+        uint8_t *w = gl_stream_alloc(mat_bytes * n_mat);
         void *xq = malloc(qt_row_size(tr->vec_dot_type, KB_N));
         if (!w || !xq) {
-            if (w) munmap(w, mat_bytes * n_mat);
+            gl_arena_free(w, mat_bytes * n_mat);
             free(xq);
             rc = qlm_cli_error(QLM_ERUNTIME, "out of memory for %d %s matrices", n_mat, tr->name);
             break;
@@ -234,7 +224,7 @@ int qlm_bench_kernels(int argc, char **argv)
             printf(" decode (%s, %s): %.1f (%.0f%%)", path, qt_isa_name(), gbs, bw > 0 ? 100 * gbs / bw : 0);
         }
         printf("\n");
-        munmap(w, mat_bytes * n_mat);
+        gl_arena_free(w, mat_bytes * n_mat);
         free(xq);
     }
     printf("\n\"=\": this level has no kernel of its own for the type and runs the scalar reference.\n"
