@@ -192,23 +192,6 @@ void gl_matmul_rows_range(const gl_tensor *w, float *y, const void *xq, size_t x
         rows_dot(tr, w, xq, xq_row, y, n_tokens, r, (int)(r0 + n - r < step ? r0 + n - r : step));
 }
 
-bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)
-{
-    const qt_traits *tr = qt_get(w->type);
-    if (!tr || !tr->vec_dot || tr->vec_dot_type == QT_F32) return false;
-    const qt_traits *at = qt_get(tr->vec_dot_type);
-    qt_from_float_fn quantize = at ? (at->quantize_act ? at->quantize_act : at->from_float) : NULL;
-    const int64_t n_out = w->ne[1];
-    const int cols = each ? 1 : n_tokens;
-    /* every other order matmul() may pick for this weight and batch */
-    if (!quantize || qt_repack_applies(w->type, n_out) || (!each && qt_tiles_for(w->type, n_out, n_tokens)) ||
-        qt_tiled_applies(w->type, n_out, cols) || qt_tinyblas_dot(w->type, n_out, cols))
-        return false;
-    *act = (gl_act){.type = tr->vec_dot_type, .quantize = quantize,
-                    .row_bytes = qt_row_size(tr->vec_dot_type, w->ne[0]), .by_blocks = true};
-    return true;
-}
-
 /* The order matmul() (not each) computes w's outputs in for n_tokens
  * tokens; the tile kernels keep the order of the path they stand for
  * (Q8_0's is vec_dot's, the K-quants' the tiled one). */
@@ -220,6 +203,22 @@ static mm_order order_of(const gl_tensor *w, int n_tokens)
     if (qt_tiled_applies(w->type, w->ne[1], n_tokens)) return ORDER_TILED;
     if (qt_tinyblas_dot(w->type, w->ne[1], n_tokens)) return ORDER_TINYBLAS;
     return ORDER_VEC_DOT;
+}
+
+bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)
+{
+    const qt_traits *tr = qt_get(w->type);
+    if (!tr || !tr->vec_dot || tr->vec_dot_type == QT_F32) return false;
+    const qt_traits *at = qt_get(tr->vec_dot_type);
+    qt_from_float_fn quantize = at ? (at->quantize_act ? at->quantize_act : at->from_float) : NULL;
+    const int64_t n_out = w->ne[1];
+    const int cols = each ? 1 : n_tokens;
+    /* every other order matmul() may pick for this weight and batch */
+    if (!quantize || (!each && qt_tiles_for(w->type, n_out, n_tokens)) || order_of(w, cols) != ORDER_VEC_DOT)
+        return false;
+    *act = (gl_act){.type = tr->vec_dot_type, .quantize = quantize,
+                    .row_bytes = qt_row_size(tr->vec_dot_type, w->ne[0]), .by_blocks = true};
+    return true;
 }
 
 bool gl_matmul_same_order(const gl_tensor *w, int n_a, int n_b)
