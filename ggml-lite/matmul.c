@@ -33,6 +33,16 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
  * weight matrix is read once per pass. */
 #define WIDE_TOKENS 64
 
+/* One group of 16 rows at wg through the kernel for w's layout. */
+static void wide_run(const qt_rp_wide *wide, const gl_tensor *w, int n_in, int ncols, bool gemm, float *s,
+                     size_t ldo, const void *wg, const void *y, size_t y_stride, const void *aux, size_t aux_stride)
+{
+    if (w->layout == GL_LAYOUT_X16)
+        wide->run_x16(n_in, ncols, gemm, s, ldo, wg, y, y_stride, aux, aux_stride);
+    else
+        wide->run(n_in, ncols, gemm, s, ldo, wg, w->row_bytes, y, y_stride, aux, aux_stride);
+}
+
 /* The repacked order with the wide kernels on rows [0, n_wide) (a multiple
  * of QT_RP_WIDE_ROWS): tokens in passes, row groups split across threads
  * within a pass; the first n_gemm tokens in gemm order, the rest gemv. */
@@ -55,11 +65,11 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
                 const void *wg = gl_row(w, g * QT_RP_WIDE_ROWS);
                 float *out = &y[(int64_t)t0 * n_out + g * QT_RP_WIDE_ROWS];
                 if (ng)
-                    wide->run(n_in, ng, true, out, (size_t)n_out, wg, w->row_bytes, xq + (size_t)t0 * xq_row,
-                              xq_row, aux + (size_t)t0 * aux_row, aux_row);
+                    wide_run(wide, w, n_in, ng, true, out, (size_t)n_out, wg, xq + (size_t)t0 * xq_row, xq_row,
+                             aux + (size_t)t0 * aux_row, aux_row);
                 if (nt > ng)
-                    wide->run(n_in, nt - ng, false, out + (int64_t)ng * n_out, (size_t)n_out, wg, w->row_bytes,
-                              xq + (size_t)(t0 + ng) * xq_row, xq_row, aux + (size_t)(t0 + ng) * aux_row, aux_row);
+                    wide_run(wide, w, n_in, nt - ng, false, out + (int64_t)ng * n_out, (size_t)n_out, wg,
+                             xq + (size_t)(t0 + ng) * xq_row, xq_row, aux + (size_t)(t0 + ng) * aux_row, aux_row);
             }
         }
     }
@@ -80,8 +90,8 @@ static void matmul_wide_one(const qt_rp_wide *wide, const gl_tensor *w, const ui
     wide->prep(n_in, aux, xq);
     #pragma omp parallel for schedule(guided)
     for (int64_t g = 0; g < n_wide / QT_RP_WIDE_ROWS; g++)
-        wide->run(n_in, 1, false, &y[g * QT_RP_WIDE_ROWS], (size_t)w->ne[1], gl_row(w, g * QT_RP_WIDE_ROWS),
-                  w->row_bytes, xq, 0, aux, 0);
+        wide_run(wide, w, n_in, 1, false, &y[g * QT_RP_WIDE_ROWS], (size_t)w->ne[1], gl_row(w, g * QT_RP_WIDE_ROWS),
+                 xq, 0, aux, 0);
 }
 
 /* Batches with tile kernels (quant/tiles.h): the activations are packed
@@ -151,12 +161,50 @@ enum { TILE_ROWS = 32, BIG_ROWS = 512 };
 
 static int64_t row_tiles(const gl_tensor *w) { return (w->ne[1] + TILE_ROWS - 1) / TILE_ROWS; }
 
+/* Weights that llama.cpp repacks go through gl_matmul_rows in 16-row
+ * groups of the wide kernels, every token in the gemv order (which is
+ * gl_matmul's order only where it takes no token in fours: gl_matmul_plain
+ * checks).  Each thread makes the kernels' per-column data for itself, on
+ * its stack: a few hundred bytes per token, where sharing it would cost a
+ * barrier. */
+enum { WIDE_AUX_MAX = 8192 };
+
+static const qt_rp_wide *rows_wide(const gl_tensor *w, int n_tokens)
+{
+    const qt_rp_wide *wide = qt_repack_wide(w->type);
+    if (!wide || !qt_repack_applies(w->type, w->ne[1]) || w->ne[1] % QT_RP_WIDE_ROWS ||
+        wide->aux_bytes((int)w->ne[0]) * (size_t)n_tokens > WIDE_AUX_MAX)
+        return NULL;
+    return wide;
+}
+
+/* The per-column data of n_tokens rows of xq for w, or NULL where w is
+ * not a wide-kernel weight. */
+static const uint8_t *rows_aux(const gl_tensor *w, const void *xq, size_t xq_row, int n_tokens,
+                               uint8_t buf[WIDE_AUX_MAX])
+{
+    const qt_rp_wide *wide = rows_wide(w, n_tokens);
+    if (!wide) return NULL;
+    const size_t aux_row = wide->aux_bytes((int)w->ne[0]);
+    for (int t = 0; t < n_tokens; t++) wide->prep((int)w->ne[0], buf + t * aux_row, (const uint8_t *)xq + t * xq_row);
+    return buf;
+}
+
 /* Rows [r, r + nr) of w times every token, each output in vec_dot's
- * order (vec_dot_tile gives the same bits as vec_dot). */
-static void rows_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, size_t xq_row, float *y,
-                     int n_tokens, int64_t r, int nr)
+ * order (vec_dot_tile gives the same bits as vec_dot), or with aux (from
+ * rows_aux) in the repacked gemv order, r and nr multiples of 16. */
+static void rows_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, size_t xq_row, const uint8_t *aux,
+                     float *y, int n_tokens, int64_t r, int nr)
 {
     const int64_t n_out = w->ne[1];
+    if (aux) {
+        const qt_rp_wide *wide = qt_repack_wide(w->type);
+        const size_t aux_row = wide->aux_bytes((int)w->ne[0]);
+        for (int64_t g = r; g < r + nr; g += QT_RP_WIDE_ROWS)
+            wide_run(wide, w, (int)w->ne[0], n_tokens, false, &y[g], (size_t)n_out, gl_row(w, g), xq, xq_row, aux,
+                     aux_row);
+        return;
+    }
     if (tr->vec_dot_tile) {
         tr->vec_dot_tile((int)w->ne[0], &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
                          n_tokens);
@@ -173,7 +221,7 @@ static void rows_vec_dot(const qt_traits *tr, const gl_tensor *w, const void *xq
                          int n_tokens, int64_t g)
 {
     const int64_t r = g * TILE_ROWS;
-    rows_dot(tr, w, xq, xq_row, y, n_tokens, r, (int)(w->ne[1] - r < TILE_ROWS ? w->ne[1] - r : TILE_ROWS));
+    rows_dot(tr, w, xq, xq_row, NULL, y, n_tokens, r, (int)(w->ne[1] - r < TILE_ROWS ? w->ne[1] - r : TILE_ROWS));
 }
 
 /* Rows per call of a thread's run of rows: a call prepares its columns
@@ -188,8 +236,10 @@ void gl_matmul_rows_range(const gl_tensor *w, float *y, const void *xq, size_t x
 {
     const qt_traits *tr = qt_get(w->type);
     const int64_t step = call_rows(n_tokens);
+    uint8_t buf[WIDE_AUX_MAX] __attribute__((aligned(64)));
+    const uint8_t *aux = rows_aux(w, xq, xq_row, n_tokens, buf);
     for (int64_t r = r0; r < r0 + n; r += step)
-        rows_dot(tr, w, xq, xq_row, y, n_tokens, r, (int)(r0 + n - r < step ? r0 + n - r : step));
+        rows_dot(tr, w, xq, xq_row, aux, y, n_tokens, r, (int)(r0 + n - r < step ? r0 + n - r : step));
 }
 
 /* The order matmul() (not each) computes w's outputs in for n_tokens
@@ -213,8 +263,12 @@ bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)
     qt_from_float_fn quantize = at ? (at->quantize_act ? at->quantize_act : at->from_float) : NULL;
     const int64_t n_out = w->ne[1];
     const int cols = each ? 1 : n_tokens;
-    /* every other order matmul() may pick for this weight and batch */
-    if (!quantize || (!each && qt_tiles_for(w->type, n_out, n_tokens)) || order_of(w, cols) != ORDER_VEC_DOT)
+    /* every other order matmul() may pick for this weight and batch; the
+     * repacked one where it takes every token alone (gemv) and the wide
+     * kernels can run it in gl_matmul_rows */
+    const mm_order order = order_of(w, cols);
+    if (!quantize || (!each && qt_tiles_for(w->type, n_out, n_tokens)) ||
+        !(order == ORDER_VEC_DOT || (order == ORDER_REPACKED && cols < QT_RP_COLS && rows_wide(w, n_tokens))))
         return false;
     *act = (gl_act){.type = tr->vec_dot_type, .quantize = quantize,
                     .row_bytes = qt_row_size(tr->vec_dot_type, w->ne[0]), .by_blocks = true};
@@ -230,7 +284,7 @@ bool gl_matmul_same_order(const gl_tensor *w, int n_a, int n_b)
 /* Tiles [g, g + n) of the weights w[] (numbered across them), each
  * weight's part in calls of up to max_tiles tiles. */
 static void rows_tiles(int n_w, const gl_tensor *const w[], float *const y[], const void *xq, size_t xq_row,
-                       int n_tokens, int64_t g, int64_t n, int64_t max_tiles)
+                       const uint8_t *const aux[], int n_tokens, int64_t g, int64_t n, int64_t max_tiles)
 {
     for (const int64_t g1 = g + n; g < g1;) {
         int i = 0;
@@ -240,7 +294,7 @@ static void rows_tiles(int n_w, const gl_tensor *const w[], float *const y[], co
         if (run > g1 - g) run = g1 - g;
         if (run > max_tiles) run = max_tiles;
         const int64_t r = gi * TILE_ROWS, end = (gi + run) * TILE_ROWS < w[i]->ne[1] ? (gi + run) * TILE_ROWS : w[i]->ne[1];
-        rows_dot(qt_get(w[i]->type), w[i], xq, xq_row, y[i], n_tokens, r, (int)(end - r));
+        rows_dot(qt_get(w[i]->type), w[i], xq, xq_row, aux[i], y[i], n_tokens, r, (int)(end - r));
         g += run;
     }
 }
@@ -275,18 +329,27 @@ void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const
     for (int i = 0; i < n_w; i++) total += row_tiles(w[i]);
     const int64_t nth = omp_get_num_threads(), th = omp_get_thread_num();
     const int64_t max_tiles = call_rows(n_tokens) / TILE_ROWS;
+    enum { MAX_W = 3 };
+    if (n_w > MAX_W) { /* in pieces: each call shares out its own rows, no barrier between */
+        for (int i = 0; i < n_w; i += MAX_W)
+            gl_matmul_rows(n_w - i < MAX_W ? n_w - i : MAX_W, w + i, y + i, xq, xq_row, n_tokens);
+        return;
+    }
+    uint8_t buf[MAX_W][WIDE_AUX_MAX] __attribute__((aligned(64)));
+    const uint8_t *aux[MAX_W] = {NULL};
+    for (int i = 0; i < n_w && i < MAX_W; i++) aux[i] = rows_aux(w[i], xq, xq_row, n_tokens, buf[i]);
     if (n_tokens <= 8 && nth > 1) {
         int64_t start[MAX_CHUNKS + 1];
         const int n_chunks = guided_chunks(total, (int)nth, max_tiles, start);
         #pragma omp for schedule(dynamic, 1) nowait
         for (int k = 0; k < n_chunks; k++)
-            rows_tiles(n_w, w, y, xq, xq_row, n_tokens, start[k], start[k + 1] - start[k], max_tiles);
+            rows_tiles(n_w, w, y, xq, xq_row, aux, n_tokens, start[k], start[k + 1] - start[k], max_tiles);
         return;
     }
     /* The tiles in contiguous shares, as a static `omp for` deals them. */
     const int64_t q = total / nth, rem = total % nth;
     const int64_t g0 = th * q + (th < rem ? th : rem), g1 = g0 + q + (th < rem);
-    rows_tiles(n_w, w, y, xq, xq_row, n_tokens, g0, g1 - g0, max_tiles);
+    rows_tiles(n_w, w, y, xq, xq_row, aux, n_tokens, g0, g1 - g0, max_tiles);
 }
 
 /* The activations of n_tokens rows quantized to xq_row-byte rows.  A few
@@ -304,6 +367,10 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
 {
     const qt_traits *tr = qt_get(w->type);
     if (!tr || !tr->vec_dot) return -1;
+    /* interleaved weights are only ever made for the wide kernels */
+    const qt_rp_wide *x16 = w->layout == GL_LAYOUT_X16 ? qt_repack_wide(w->type) : NULL;
+    if (w->layout == GL_LAYOUT_X16 && (!x16 || !x16->run_x16 || !qt_repack_applies(w->type, w->ne[1])))
+        return -1;
     const int64_t n_in = w->ne[0], n_out = w->ne[1];
     const qt_traits *act = qt_get(tr->vec_dot_type);
     const qt_tiles *tiles = each ? NULL : qt_tiles_for(w->type, n_out, n_tokens);
@@ -392,7 +459,7 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
         const int64_t rows = w->ne[1] >= (int64_t)BIG_ROWS * 16 * omp_get_max_threads() ? BIG_ROWS : TILE_ROWS;
         #pragma omp parallel for schedule(guided)
         for (int64_t r = 0; r < w->ne[1]; r += rows)
-            rows_dot(tr, w, xq, xq_row, y, n_tokens, r, (int)(w->ne[1] - r < rows ? w->ne[1] - r : rows));
+            rows_dot(tr, w, xq, xq_row, NULL, y, n_tokens, r, (int)(w->ne[1] - r < rows ? w->ne[1] - r : rows));
         return 0;
     }
     if (n_tokens == 1) {

@@ -2,11 +2,13 @@
 #include "ggml-lite/vec.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <omp.h>
 #include <string.h>
 
 #include "quant/f32ops.h"
 #include "quant/fp16.h"
+#include "quant/repack.h"
 
 /* Elementwise work of a whole prompt batch is split across the threads
  * (each element's arithmetic is unchanged, so are the bits); a decode
@@ -177,6 +179,15 @@ int gl_get_row(const gl_tensor *t, int64_t r, float *out)
 {
     const qt_traits *tr = qt_get(t->type);
     if (!tr || !tr->to_float || r < 0 || r >= t->ne[1]) return -1;
+    if (t->layout == GL_LAYOUT_X16 && r < t->ne[1] - t->ne[1] % QT_X16_ROWS) {
+        /* not on any hot path: qlm interleaves no embedding table */
+        void *row = malloc(t->row_bytes);
+        if (!row) return -1;
+        qt_x16_row(t->type, (int)t->ne[0], gl_row(t, r - r % QT_X16_ROWS), (int)(r % QT_X16_ROWS), row);
+        tr->to_float(row, out, t->ne[0]);
+        free(row);
+        return 0;
+    }
     tr->to_float(gl_row(t, r), out, t->ne[0]);
     return 0;
 }

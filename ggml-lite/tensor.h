@@ -9,13 +9,20 @@
 
 #include "quant/types.h"
 
+/* How the bytes of a weight are laid out.  ROWS: as in the file.  X16:
+ * rows [0, ne[1] - ne[1] % 16) in groups of 16 interleaved at load
+ * (quant/repack.h), group g where its row 16 g was, the rest as rows. */
+typedef enum gl_layout { GL_LAYOUT_ROWS = 0, GL_LAYOUT_X16 } gl_layout;
+
 typedef struct gl_tensor {
     qt_type type;
     int64_t ne[4];     /* elements per dim, ne[0] fastest; unused dims = 1 */
     size_t row_bytes;  /* bytes of one ne[0]-long row */
     const void *data;
+    gl_layout layout;
 } gl_tensor;
 
+/* Row r (in the X16 layout: the group starting at row r, r % 16 == 0). */
 static inline const void *gl_row(const gl_tensor *t, int64_t r)
 {
     return (const uint8_t *)t->data + (size_t)r * t->row_bytes;

@@ -87,7 +87,41 @@ typedef struct qt_rp_wide {
     /* s[c * ldo + r] = W[r] . y_c for r < 16, c < ncols */
     void (*run)(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
                 const void *y, size_t y_stride, const void *aux, size_t aux_stride);
+    /* The same outputs, bit for bit, from one group of 16 rows in the x16
+     * layout below (w: the group's first byte); NULL: the type has none. */
+    void (*run_x16)(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
+                    size_t y_stride, const void *aux, size_t aux_stride);
 } qt_rp_wide;
+
+/* The x16 layout: 16 rows of Q4_0 or IQ4_NL blocks interleaved at load so
+ * that the wide kernels read one stream in the order they use it, instead
+ * of 16 rows 16 bytes at a time with a transpose per block (which held
+ * Q4_0's one-token matmul to ~65% of the memory's read rate).  A group
+ * takes exactly the bytes its 16 rows took (16 x 18 per block), so group g
+ * of a matrix starts where its row 16 g did.  Blocks go in pairs: pair p
+ * (blocks 2p and 2p + 1, or only 2p when it is the last of an odd count)
+ * starts at byte 576 p and holds each block's 256 quant bytes, then each
+ * block's 16 f16 scales (row r's at word r).  A block's quant bytes are
+ * four 64-byte chunks: chunk k holds bytes 4k..4k+3 of the row's qs[] for
+ * rows 0..15 in turn, i.e. the row-per-lane form the kernels compute in.
+ * The layout changes where bytes are, never a result. */
+#define QT_X16_ROWS 16
+/* Where block b's quant bytes and scales sit in a group of nb blocks. */
+static inline size_t qt_x16_quants(int b) { return (size_t)(b / 2) * 576 + (size_t)(b % 2) * 256; }
+static inline size_t qt_x16_scales(int b, int nb)
+{
+    const int in_pair = nb - b / 2 * 2 < 2 ? 1 : 2;
+    return (size_t)(b / 2) * 576 + (size_t)in_pair * 256 + (size_t)(b % 2) * 32;
+}
+/* Whether this type has the x16 layout and this CPU a kernel for it. */
+bool qt_x16_available(qt_type type);
+/* Writes the group of 16 rows (row r at rows + r * row_stride, n elements
+ * each) to dst in the x16 layout; dst takes 16 row sizes. */
+void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride, void *dst);
+/* Row r (< 16) of the group at src, as the file had it. */
+void qt_x16_row(qt_type type, int n, const void *src, int r, void *row);
+/* The inverse: the group at src back into 16 rows. */
+void qt_x16_deinterleave(qt_type type, int n, const void *src, void *rows, size_t row_stride);
 
 typedef struct qt_repack_ops {
     const char *name;

@@ -3,6 +3,7 @@
 #include "repack.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "blocks.h"
 #include "cpu.h"
@@ -247,4 +248,43 @@ const qt_rp_wide *qt_repack_wide(qt_type type)
     if (qt_isa_active() == QT_ISA_AVX512) return qt_rp_wide_avx512[type];
 #endif
     return NULL;
+}
+
+bool qt_x16_available(qt_type type)
+{
+    const qt_rp_wide *w = qt_repack_wide(type);
+    return w && w->run_x16;
+}
+
+_Static_assert(sizeof(qt_block_q4_0) == 18 && sizeof(qt_block_iq4_nl) == 18, "x16: one block layout");
+
+void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride, void *dst)
+{
+    (void)type; /* Q4_0 and IQ4_NL blocks are alike: f16 d, then 16 bytes */
+    const int nb = n / QT_QK4_0;
+    uint8_t *g = dst;
+    for (int r = 0; r < QT_X16_ROWS; r++) {
+        const qt_block_q4_0 *x = (const qt_block_q4_0 *)((const uint8_t *)rows + (size_t)r * row_stride);
+        for (int b = 0; b < nb; b++) {
+            memcpy(g + qt_x16_scales(b, nb) + 2 * r, &x[b].d, 2);
+            for (int k = 0; k < 4; k++) memcpy(g + qt_x16_quants(b) + 64 * k + 4 * r, x[b].qs + 4 * k, 4);
+        }
+    }
+}
+
+void qt_x16_row(qt_type type, int n, const void *src, int r, void *row)
+{
+    (void)type;
+    const int nb = n / QT_QK4_0;
+    const uint8_t *g = src;
+    qt_block_q4_0 *x = row;
+    for (int b = 0; b < nb; b++) {
+        memcpy(&x[b].d, g + qt_x16_scales(b, nb) + 2 * r, 2);
+        for (int k = 0; k < 4; k++) memcpy(x[b].qs + 4 * k, g + qt_x16_quants(b) + 64 * k + 4 * r, 4);
+    }
+}
+
+void qt_x16_deinterleave(qt_type type, int n, const void *src, void *rows, size_t row_stride)
+{
+    for (int r = 0; r < QT_X16_ROWS; r++) qt_x16_row(type, n, src, r, (uint8_t *)rows + (size_t)r * row_stride);
 }

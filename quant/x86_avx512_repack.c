@@ -265,6 +265,130 @@ INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size
     }
 }
 
+/* ---- the x16 layout (repack.h) -------------------------------------------- */
+
+/* Block b of a group in row-per-lane form, straight from its four chunks. */
+INLINE void unpack_x16(const uint8_t *g, int b, __m512i u[8], const int iq4)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m128i t = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
+    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(t, _mm_set1_epi8((char)0x80)));
+    const uint8_t *q = g + qt_x16_quants(b);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        const __m512i v = _mm512_loadu_si512((const void *)(q + 64 * k));
+        u[k] = _mm512_and_si512(v, m4);
+        u[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if (iq4) {
+            u[k] = _mm512_shuffle_epi8(table, u[k]);
+            u[4 + k] = _mm512_shuffle_epi8(table, u[4 + k]);
+        }
+    }
+}
+
+INLINE __m512 scales_x16(const uint8_t *g, int b, int nb)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(g + qt_x16_scales(b, nb))));
+}
+
+/* One block of one column into acc. */
+INLINE __m512 gemv_x16_block(__m512 acc, const uint8_t *g, int b, int nb, const uint8_t *y, const uint8_t *aux,
+                             const int vnni, const int iq4)
+{
+    const qt_block_q8_0 *yb = (const qt_block_q8_0 *)y + b;
+    const col_block *ab = (const col_block *)aux + b;
+    __m512i u[8];
+    unpack_x16(g, b, u, iq4);
+    /* two chains, so that vpdpbusd's latency overlaps */
+    __m512i is0 = _mm512_set1_epi32(ab->off), is1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        is0 = dot4_bcast(is0, u[k], yb->qs + 4 * k, vnni);
+        is1 = dot4_bcast(is1, u[4 + k], yb->qs + 16 + 4 * k, vnni);
+    }
+    const __m512 d = _mm512_mul_ps(scales_x16(g, b, nb), _mm512_set1_ps(ab->d));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is0, is1)), d, acc);
+}
+
+/* One column: the gemv above without the transposes, a pair of blocks
+ * (576 bytes) per step, so that each load instruction walks the group at
+ * one fixed stride (the prefetchers that follow instructions want that;
+ * a block per step measured slower).  A software prefetch X16_AHEAD
+ * bytes on keeps the next group's start on its way. */
+#ifndef X16_HINT
+#define X16_HINT _MM_HINT_T0
+#endif
+#ifndef X16_AHEAD
+#define X16_AHEAD 1024
+#endif
+INLINE void gemv_x16(int n, float *s, const uint8_t *g, const uint8_t *y, const uint8_t *aux, const int vnni,
+                     const int iq4)
+{
+    const int nb = n / QT_QK4_0;
+    __m512 acc = _mm512_setzero_ps();
+    int b = 0;
+    for (; b + 1 < nb; b += 2) {
+        if (X16_AHEAD)
+            for (int o = 0; o < 576; o += 64)
+                _mm_prefetch((const char *)(g + qt_x16_quants(b) + X16_AHEAD + o), X16_HINT);
+        acc = gemv_x16_block(acc, g, b, nb, y, aux, vnni, iq4);
+        acc = gemv_x16_block(acc, g, b + 1, nb, y, aux, vnni, iq4);
+    }
+    if (b < nb) acc = gemv_x16_block(acc, g, b, nb, y, aux, vnni, iq4);
+    _mm512_storeu_ps(s, acc);
+}
+
+INLINE void run_4bit_x16(int n, int ncols, float *s, size_t ldo, const void *w, const void *y, size_t y_stride,
+                         const void *aux, size_t aux_stride, const int vnni, const int iq4)
+{
+    if (ncols == 1) {
+        gemv_x16(n, s, w, y, aux, vnni, iq4);
+        return;
+    }
+    alignas(64) panel p;
+    const uint8_t *yc = y, *ac = aux;
+    const int nb = n / QT_QK4_0;
+    for (int c = 0; c < ncols; c++) _mm512_storeu_ps(s + c * ldo, _mm512_setzero_ps());
+    for (int b = 0; b < nb; b += PANEL) {
+        const int np = nb - b < PANEL ? nb - b : PANEL;
+        for (int i = 0; i < np; i++) {
+            unpack_x16(w, b + i, &p.u[8 * i], iq4);
+            p.d[i] = scales_x16(w, b + i, nb);
+        }
+        int c = 0;
+        for (; ncols - c >= MAX_COLS; c += MAX_COLS)
+            columns(&p, np, MAX_COLS, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
+                    aux_stride, vnni);
+        for (; ncols - c >= 4; c += 4)
+            columns(&p, np, 4, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
+                    aux_stride, vnni);
+        for (; c < ncols; c++)
+            columns(&p, np, 1, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
+                    aux_stride, vnni);
+    }
+}
+
+static void run_x16_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
+                         size_t y_stride, const void *aux, size_t aux_stride)
+{
+    (void)gemm;
+    run_4bit_x16(n, ncols, s, ldo, w, y, y_stride, aux, aux_stride, 0, 0);
+}
+
+static void run_x16_q4_0_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
+                              size_t y_stride, const void *aux, size_t aux_stride)
+{
+    (void)gemm;
+    run_4bit_x16(n, ncols, s, ldo, w, y, y_stride, aux, aux_stride, 1, 0);
+}
+
+static void run_x16_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
+                                size_t y_stride, const void *aux, size_t aux_stride)
+{
+    (void)gemm;
+    run_4bit_x16(n, ncols, s, ldo, w, y, y_stride, aux, aux_stride, 1, 1);
+}
+
 static void run_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
                      const void *y, size_t y_stride, const void *aux, size_t aux_stride)
 {
@@ -286,9 +410,9 @@ static void run_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, c
     run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 1);
 }
 
-static const qt_rp_wide wide_q4_0 = {aux_bytes_q8_0, prep_q4_0, run_q4_0};
-static const qt_rp_wide wide_q4_0_vnni = {aux_bytes_q8_0, prep_q4_0, run_q4_0_vnni};
-static const qt_rp_wide wide_iq4_nl_vnni = {aux_bytes_q8_0, prep_iq4_nl, run_iq4_nl_vnni};
+static const qt_rp_wide wide_q4_0 = {aux_bytes_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0};
+static const qt_rp_wide wide_q4_0_vnni = {aux_bytes_q8_0, prep_q4_0, run_q4_0_vnni, run_x16_q4_0_vnni};
+static const qt_rp_wide wide_iq4_nl_vnni = {aux_bytes_q8_0, prep_iq4_nl, run_iq4_nl_vnni, run_x16_iq4_nl_vnni};
 
 const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT] = {
     [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &qt_rp_wide_q4_K_avx512, [QT_Q2_K] = &qt_rp_wide_q2_K_avx512};

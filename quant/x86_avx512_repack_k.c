@@ -419,7 +419,7 @@ static void prep_q4_K(int n, void *aux, const void *y)
         else                                                                                               \
             run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, q4k, vnni);              \
     }                                                                                                      \
-    const qt_rp_wide qt_rp_wide_##name = {aux_bytes, prep, run_##name};
+    const qt_rp_wide qt_rp_wide_##name = {aux_bytes, prep, run_##name, NULL};
 
 WIDE_K(q4_K_avx512, 1, 0, aux_q4_K, prep_q4_K)
 WIDE_K(q4_K_avx512_vnni, 1, 1, aux_q4_K, prep_q4_K)

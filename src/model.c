@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "ggml-lite/arena.h"
+#include "ggml-lite/layout.h"
 #include "ggml-lite/ops.h"
 
 /* Reads "<arch>.<suffix>" as a u32 into *out; missing is an error unless
@@ -305,6 +308,66 @@ static int load_tensors(qlm_model *m, qlm_err *err)
     return QLM_OK;
 }
 
+/* The model's matrices, the output head unless it is the embedding
+ * table (which is read by rows). */
+static int weight_list(qlm_model *m, gl_tensor **w)
+{
+    int n = 0;
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        qlm_layer *L = &m->layers[l];
+        gl_tensor *const mine[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) w[n++] = mine[i];
+    }
+    if (m->output.data != m->tok_embd.data) w[n++] = &m->output;
+    return n;
+}
+
+/* Gives the pages of [p, p + n) in the file mapping back: their bytes now
+ * live in the x16 copy, and RSS should count them once. */
+static void release_mapped(const void *p, size_t n)
+{
+    const uintptr_t page = 4096, a = ((uintptr_t)p + page - 1) & ~(page - 1),
+                    b = ((uintptr_t)p + n) & ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/* The x16 layout (ggml-lite/layout.h) for every matrix that has one on
+ * this CPU: in place in --no-mmap's copy; from a file mapping into one
+ * huge-page allocation, whose pages replace the mapping's; never under
+ * --mlock (the locked mapping is what was asked for).  QLM_X16=0 turns it
+ * off, to compare. */
+static int relayout(qlm_model *m, qlm_err *err)
+{
+    const char *env = getenv("QLM_X16");
+    if ((env && !strcmp(env, "0")) || m->gguf->locked) return QLM_OK;
+    gl_tensor **w = malloc(sizeof *w * (7 * (size_t)m->hp.n_layer + 1));
+    if (!w) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
+    const int n = weight_list(m, w);
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (gl_x16_wanted(w[i])) total += ((size_t)w[i]->ne[1] * w[i]->row_bytes + 63) & ~(size_t)63;
+    const bool in_place = m->gguf->owned;
+    if (total && !in_place && !(m->x16 = gl_stream_alloc(total))) {
+        free(w);
+        return qlm_fail(err, QLM_ERUNTIME, "out of memory for %zu MiB of interleaved weights", total >> 20);
+    }
+    m->x16_bytes = in_place ? 0 : total;
+    size_t at = 0;
+    for (int i = 0; i < n && total; i++) {
+        if (!gl_x16_wanted(w[i])) continue;
+        const void *old = w[i]->data;
+        const size_t bytes = (size_t)w[i]->ne[1] * w[i]->row_bytes;
+        if (gl_x16_relayout(w[i], in_place ? (void *)old : m->x16 + at)) {
+            free(w);
+            return qlm_fail(err, QLM_ERUNTIME, "out of memory interleaving weights");
+        }
+        if (m->gguf->mapped) release_mapped(old, bytes);
+        at += (bytes + 63) & ~(size_t)63;
+    }
+    free(w);
+    return QLM_OK;
+}
+
 int qlm_model_load(qlm_model **out, const char *path, qlm_err *err)
 {
     return qlm_model_load_mode(out, path, GGUF_LOAD_MMAP, err);
@@ -333,7 +396,7 @@ int qlm_model_load_mode(qlm_model **out, const char *path, gguf_load_mode mode, 
     gguf_str name;
     m->name = gguf_get_str(m->gguf, "general.name", &name) ? gguf_str_dup(name) : strdup(path);
     if ((rc = load_hparams(m, arch_name, err)) || (rc = load_tensors(m, err)) ||
-        (rc = load_swa(m, arch_name, err)) ||
+        (rc = load_swa(m, arch_name, err)) || (rc = relayout(m, err)) ||
         (rc = qlm_vocab_load(&m->vocab, m->gguf, err)))
         goto fail;
     if (qlm_vocab_size(m->vocab) > m->hp.n_vocab) {
@@ -358,6 +421,7 @@ void qlm_model_free(qlm_model *m)
     if (!m) return;
     if (m->vocab) qlm_vocab_free(m->vocab);
     if (m->gguf) gguf_close(m->gguf);
+    if (m->x16) gl_arena_free(m->x16, m->x16_bytes);
     free(m->layers);
     free(m->name);
     free(m);

@@ -83,6 +83,8 @@ typedef struct qlm_model {
     const float *rope_long, *rope_short; /* [n_rot/2] longrope factors or NULL:
                                             long when n_ctx > n_ctx_orig */
     qlm_layer *layers;        /* [n_layer] */
+    uint8_t *x16;             /* the weights moved to the x16 layout, or NULL */
+    size_t x16_bytes;
 } qlm_model;
 
 /* Opens, validates (every tensor present with the right shape and a

@@ -17,6 +17,18 @@ for mode in --mmap --no-mmap --mlock; do
     else fail "load$mode" "rc=$rc $(head -c 200 "$tmp/err")"; fi
 done
 
+# Q4_0 matrices are moved to the x16 layout at load where the CPU has its
+# kernels (copied out of a mapping, in place in --no-mmap's copy, not under
+# --mlock): the text is the same in every mode and with the layout off.
+if $QLM quantize "$M" "$tmp/q4_0.gguf" q4_0 >/dev/null 2>&1; then
+    QLM_X16=0 $QLM run -m "$tmp/q4_0.gguf" -p "hello" -n 12 --temp 0 >"$tmp/rows" 2>/dev/null
+    for mode in --mmap --no-mmap --mlock; do
+        $QLM run -m "$tmp/q4_0.gguf" -p "hello" -n 12 --temp 0 $mode >"$tmp/out" 2>"$tmp/err"; rc=$?
+        if [ $rc = 0 ] && [ -s "$tmp/out" ] && cmp -s "$tmp/rows" "$tmp/out"; then pass "load_x16$mode"
+        else fail "load_x16$mode" "rc=$rc $(head -c 200 "$tmp/err")"; fi
+    done
+else fail load_x16 "cannot quantize the tiny model to q4_0"; fi
+
 $QLM run -m "$M" -p hi --no-mmap --mlock >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc = 1 ] && grep -q '^qlm: error: .*choose one load mode' "$tmp/err" && [ "$(wc -l <"$tmp/err")" = 1 ]; then
     pass load_modes_exclusive

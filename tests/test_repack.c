@@ -20,7 +20,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ggml-lite/layout.h"
 #include "ggml-lite/matmul.h"
+#include "ggml-lite/ops.h"
 #include "quant/blocks.h"
 #include "quant/cpu.h"
 #include "quant/fp16.h"
@@ -204,6 +206,26 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                                   ncols, c, r, want, out[c * (ROWS + 1) + r]);
                         }
                 }
+            if (k->run_x16) { /* the same outputs from the interleaved layout */
+                uint8_t *x16 = xmalloc(w_stride * ROWS), *back = xmalloc(w_gap * (ROWS - 1) + w_stride);
+                qt_x16_interleave(type, n, w, w_gap, x16);
+                qt_x16_deinterleave(type, n, x16, back, w_gap);
+                for (int r = 0; r < ROWS; r++)
+                    CHECK(!memcmp(back + r * w_gap, w + r * w_gap, w_stride), "x16 nb=%d: row %d back differs", nb, r);
+                for (int ncols = 1; ncols <= MAXC; ncols++)
+                    for (int gemm = 0; gemm < 2; gemm++) {
+                        float out[MAXC * (ROWS + 1)];
+                        k->run_x16(n, ncols, gemm, out, ROWS + 1, x16, y, y_stride, aux, aux_row);
+                        for (int c = 0; c < ncols; c++)
+                            for (int r = 0; r < ROWS; r++) {
+                                const float want = gemm ? want_g[c][r] : want_v[c][r];
+                                CHECK(same_bits(out[c * (ROWS + 1) + r], want),
+                                      "x16 %s nb=%d ncols=%d col %d row %d: ref %a, kernel %a", gemm ? "gemm" : "gemv",
+                                      nb, ncols, c, r, want, out[c * (ROWS + 1) + r]);
+                            }
+                    }
+                free(x16), free(back);
+            }
             free(w), free(y), free(aux);
         }
         TEST_END();
@@ -385,6 +407,69 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
     TEST_END();
 }
 
+/* A matrix moved to the x16 layout (ggml-lite/layout.h) gives gl_matmul's
+ * outputs bit for bit, in place or copied, a last 8-row group included;
+ * its rows read back as before (gl_get_row); and batched decoding's
+ * gl_matmul_rows, which takes repacked weights through the wide kernels
+ * where gl_matmul_plain says so, agrees with gl_matmul. */
+static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
+    char name[128];
+    snprintf(name, sizeof name, "x16_matmul_%s_rows%d_n%d", qt_get(type)->name, rows, n);
+    const qt_traits *tr = qt_get(type);
+    const size_t row_bytes = qt_row_size(type, n), bytes = row_bytes * rows;
+    float *wf = xmalloc(sizeof(float) * n * rows);
+    for (int i = 0; i < n * rows; i++) wf[i] = (float)rng_normal();
+    uint8_t *w = xmalloc(bytes), *copy = xmalloc(bytes), *inplace = xmalloc(bytes);
+    tr->from_float(wf, w, (int64_t)n * rows);
+    memcpy(inplace, w, bytes);
+    const gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
+    if (!gl_x16_wanted(&t)) {
+        printf("SKIP %s: no x16 kernel on this CPU\n", name);
+        free(wf), free(w), free(copy), free(inplace);
+        return;
+    }
+    TEST_BEGIN(name);
+    gl_tensor tc = t, ti = t;
+    ti.data = inplace;
+    CHECK(gl_x16_relayout(&tc, copy) == 0 && tc.data == copy && tc.layout == GL_LAYOUT_X16, "copy relayout");
+    CHECK(gl_x16_relayout(&ti, inplace) == 0 && ti.layout == GL_LAYOUT_X16, "in-place relayout");
+    CHECK(!memcmp(copy, inplace, bytes), "in place and copied layouts differ");
+    CHECK(!gl_x16_wanted(&tc), "an x16 tensor is not interleaved twice");
+    float *row_a = xmalloc(sizeof(float) * n), *row_b = xmalloc(sizeof(float) * n);
+    for (int r = 0; r < rows; r++) {
+        CHECK(gl_get_row(&t, r, row_a) == 0 && gl_get_row(&tc, r, row_b) == 0, "gl_get_row");
+        CHECK(!memcmp(row_a, row_b, sizeof(float) * n), "row %d reads back differently", r);
+    }
+    for (int ntok = 1; ntok <= max_tok; ntok++) {
+        float *x = xmalloc(sizeof(float) * n * ntok), *want = xmalloc(sizeof(float) * rows * ntok),
+              *got = xmalloc(sizeof(float) * rows * ntok), *fused = xmalloc(sizeof(float) * rows * ntok);
+        for (int i = 0; i < n * ntok; i++) x[i] = (float)(rng_normal() * 2.0);
+        void *scratch = xmalloc(gl_matmul_scratch(&t, ntok));
+        CHECK(gl_matmul(&t, x, want, ntok, scratch) == 0 && gl_matmul(&tc, x, got, ntok, scratch) == 0, "gl_matmul");
+        CHECK(!memcmp(want, got, sizeof(float) * rows * ntok), "ntok %d: x16 outputs differ", ntok);
+        CHECK(gl_matmul_each(&tc, x, got, ntok, scratch) == 0, "gl_matmul_each");
+        float *each = xmalloc(sizeof(float) * rows * ntok);
+        CHECK(gl_matmul_each(&t, x, each, ntok, scratch) == 0, "gl_matmul_each");
+        CHECK(!memcmp(each, got, sizeof(float) * rows * ntok), "ntok %d: x16 outputs differ (each)", ntok);
+        gl_act act;
+        for (int lay = 0; lay < 2; lay++) {
+            const gl_tensor *const tw[] = {lay ? &tc : &t};
+            if (!gl_matmul_plain(tw[0], ntok, false, &act)) continue;
+            uint8_t *xq = xmalloc(act.row_bytes * ntok);
+            for (int k = 0; k < ntok; k++) act.quantize(x + (size_t)k * n, xq + k * act.row_bytes, n);
+            float *const ty[] = {fused};
+            #pragma omp parallel num_threads(2)
+            gl_matmul_rows(1, tw, ty, xq, act.row_bytes, ntok);
+            CHECK(!memcmp(want, fused, sizeof(float) * rows * ntok), "ntok %d layout %d: gl_matmul_rows differs",
+                  ntok, lay);
+            free(xq);
+        }
+        free(x), free(want), free(got), free(fused), free(each), free(scratch);
+    }
+    free(row_a), free(row_b), free(wf), free(w), free(copy), free(inplace);
+    TEST_END();
+}
+
 int main(void) {
     const qt_type repacked[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K, QT_IQ4_NL};
     for (size_t i = 0; i < sizeof repacked / sizeof repacked[0]; i++) {
@@ -429,6 +514,9 @@ int main(void) {
           qt_tiled_applies(QT_Q4_K, 16, 64) == qt_amx_active() && qt_tiled_applies(QT_Q3_K, 8, 9) && qt_tiled_applies(QT_Q5_K, 8, 9) &&
           !qt_tiled_applies(QT_Q8_0, 12, 64) && !qt_tiled_applies(QT_Q4_1, 12, 64), "tiled: K-quants, 8+ columns");
     TEST_END();
+    test_x16_matmul(QT_Q4_0, 64, 2048, 5);
+    test_x16_matmul(QT_Q4_0, 40, 7 * 32, 9); /* an odd block count, a last 8-row group */
+    test_x16_matmul(QT_IQ4_NL, 24, 3 * 32, 5);
     test_matmul_routing(QT_Q4_0, 24, 9);
     test_matmul_routing(QT_Q4_0, 20, 9);
     test_matmul_routing(QT_Q4_0, 40, 70); /* past a pass of the wide kernels */

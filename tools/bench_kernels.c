@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "ggml-lite/arena.h"
+#include "ggml-lite/layout.h"
 #include "ggml-lite/matmul.h"
 #include "ggml-lite/membw.h"
 #include "ggml-lite/threads.h"
@@ -69,8 +70,8 @@ static bool listed(const char *list, const char *name)
 }
 
 /* The same through gl_matmul with one token: the model's decode path. */
-static double time_matmul(qt_type type, const uint8_t *w, size_t row_bytes, int n_mat, const float *x,
-                          float *y, void *scratch, int reps)
+static double time_matmul(qt_type type, gl_layout layout, const uint8_t *w, size_t row_bytes, int n_mat,
+                          const float *x, float *y, void *scratch, int reps)
 {
     const size_t mat_bytes = row_bytes * KB_N;
     double best = 0;
@@ -78,7 +79,7 @@ static double time_matmul(qt_type type, const uint8_t *w, size_t row_bytes, int 
         const double t0 = now_s();
         for (int m = 0; m < n_mat; m++) {
             const gl_tensor t = {.type = type, .ne = {KB_N, KB_N, 1, 1}, .row_bytes = row_bytes,
-                                 .data = w + (size_t)m * mat_bytes};
+                                 .data = w + (size_t)m * mat_bytes, .layout = layout};
             if (gl_matmul(&t, x, y, 1, scratch)) return -1;
         }
         const double gbs = (double)mat_bytes * n_mat / (now_s() - t0) / 1e9;
@@ -216,12 +217,25 @@ int qlm_bench_kernels(int argc, char **argv)
         {
             const gl_tensor t = {.type = (qt_type)ty, .ne = {KB_N, KB_N, 1, 1}, .row_bytes = row_bytes, .data = w};
             void *scratch = malloc(gl_matmul_scratch(&t, 1));
-            const double gbs = scratch ? time_matmul((qt_type)ty, w, row_bytes, n_mat, x, y, scratch, reps) : -1;
-            free(scratch);
+            double gbs = scratch ? time_matmul((qt_type)ty, GL_LAYOUT_ROWS, w, row_bytes, n_mat, x, y, scratch, reps)
+                                 : -1;
             const char *path = qt_repack_applies((qt_type)ty, KB_N) ? "repacked gemv"
                                : tr->vec_dot_tile                   ? "vec_dot tile"
                                                                     : "vec_dot";
             printf(" decode (%s, %s): %.1f (%.0f%%)", path, qt_isa_name(), gbs, bw > 0 ? 100 * gbs / bw : 0);
+            /* and where a model interleaves the type at load, that layout */
+            gl_tensor t1 = t;
+            if (scratch && gl_x16_wanted(&t1)) {
+                for (int m = 0; m < n_mat && gbs >= 0; m++) {
+                    gl_tensor tm = t;
+                    tm.data = w + (size_t)m * mat_bytes;
+                    if (gl_x16_relayout(&tm, (void *)tm.data)) gbs = -1;
+                }
+                if (gbs >= 0)
+                    gbs = time_matmul((qt_type)ty, GL_LAYOUT_X16, w, row_bytes, n_mat, x, y, scratch, reps);
+                printf(", x16 layout: %.1f (%.0f%%)", gbs, bw > 0 ? 100 * gbs / bw : 0);
+            }
+            free(scratch);
         }
         printf("\n");
         gl_arena_free(w, mat_bytes * n_mat);
