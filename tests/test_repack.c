@@ -407,6 +407,50 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
     TEST_END();
 }
 
+/* Batched decoding's gl_matmul_rows, which takes repacked weights through
+ * the wide kernels where gl_matmul_plain says so, gives want (gl_matmul's
+ * outputs) from x, two threads sharing the rows. */
+static void check_rows(const gl_tensor *w, const float *x, const float *want, int ntok, float *out) {
+    gl_act act;
+    if (!gl_matmul_plain(w, ntok, false, &act)) return;
+    const int n = (int)w->ne[0];
+    uint8_t *xq = xmalloc(act.row_bytes * ntok);
+    for (int k = 0; k < ntok; k++) act.quantize(x + (size_t)k * n, xq + k * act.row_bytes, n);
+    const gl_tensor *const tw[] = {w};
+    float *const ty[] = {out};
+    #pragma omp parallel num_threads(2)
+    gl_matmul_rows(1, tw, ty, xq, act.row_bytes, ntok);
+    CHECK(!memcmp(want, out, sizeof(float) * w->ne[1] * ntok), "%s ntok %d layout %d: gl_matmul_rows differs",
+          qt_get(w->type)->name, ntok, (int)w->layout);
+    free(xq);
+}
+
+/* The same for weights with no x16 layout (the K-quants llama.cpp
+ * repacks, where AMX does not run: tests/t_amx.sh runs this without it). */
+static void test_rows_wide(qt_type type, int rows, int n, int max_tok) {
+    char name[128];
+    snprintf(name, sizeof name, "rows_wide_%s_rows%d_n%d", qt_get(type)->name, rows, n);
+    TEST_BEGIN(name);
+    const qt_traits *tr = qt_get(type);
+    const size_t row_bytes = qt_row_size(type, n);
+    float *wf = xmalloc(sizeof(float) * n * rows);
+    for (int i = 0; i < n * rows; i++) wf[i] = (float)rng_normal();
+    uint8_t *w = xmalloc(row_bytes * rows);
+    tr->from_float(wf, w, (int64_t)n * rows);
+    const gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
+    for (int ntok = 1; ntok <= max_tok; ntok++) {
+        float *x = xmalloc(sizeof(float) * n * ntok), *want = xmalloc(sizeof(float) * rows * ntok),
+              *got = xmalloc(sizeof(float) * rows * ntok);
+        for (int i = 0; i < n * ntok; i++) x[i] = (float)(rng_normal() * 2.0);
+        void *scratch = xmalloc(gl_matmul_scratch(&t, ntok));
+        CHECK(gl_matmul(&t, x, want, ntok, scratch) == 0, "gl_matmul");
+        check_rows(&t, x, want, ntok, got);
+        free(x), free(want), free(got), free(scratch);
+    }
+    free(wf), free(w);
+    TEST_END();
+}
+
 /* A matrix moved to the x16 layout (ggml-lite/layout.h) gives gl_matmul's
  * outputs bit for bit, in place or copied, a last 8-row group included;
  * its rows read back as before (gl_get_row); and batched decoding's
@@ -451,19 +495,8 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
         float *each = xmalloc(sizeof(float) * rows * ntok);
         CHECK(gl_matmul_each(&t, x, each, ntok, scratch) == 0, "gl_matmul_each");
         CHECK(!memcmp(each, got, sizeof(float) * rows * ntok), "ntok %d: x16 outputs differ (each)", ntok);
-        gl_act act;
-        for (int lay = 0; lay < 2; lay++) {
-            const gl_tensor *const tw[] = {lay ? &tc : &t};
-            if (!gl_matmul_plain(tw[0], ntok, false, &act)) continue;
-            uint8_t *xq = xmalloc(act.row_bytes * ntok);
-            for (int k = 0; k < ntok; k++) act.quantize(x + (size_t)k * n, xq + k * act.row_bytes, n);
-            float *const ty[] = {fused};
-            #pragma omp parallel num_threads(2)
-            gl_matmul_rows(1, tw, ty, xq, act.row_bytes, ntok);
-            CHECK(!memcmp(want, fused, sizeof(float) * rows * ntok), "ntok %d layout %d: gl_matmul_rows differs",
-                  ntok, lay);
-            free(xq);
-        }
+        for (int lay = 0; lay < 2; lay++)
+            check_rows(lay ? &tc : &t, x, want, ntok, fused);
         free(x), free(want), free(got), free(fused), free(each), free(scratch);
     }
     free(row_a), free(row_b), free(wf), free(w), free(copy), free(inplace);
@@ -517,6 +550,8 @@ int main(void) {
     test_x16_matmul(QT_Q4_0, 64, 2048, 5);
     test_x16_matmul(QT_Q4_0, 40, 7 * 32, 9); /* an odd block count, a last 8-row group */
     test_x16_matmul(QT_IQ4_NL, 24, 3 * 32, 5);
+    test_rows_wide(QT_Q4_K, 48, 2 * QT_QK_K, 5);
+    test_rows_wide(QT_Q2_K, 32, 3 * QT_QK_K, 5);
     test_matmul_routing(QT_Q4_0, 24, 9);
     test_matmul_routing(QT_Q4_0, 20, 9);
     test_matmul_routing(QT_Q4_0, 40, 70); /* past a pass of the wide kernels */
