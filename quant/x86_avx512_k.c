@@ -13,8 +13,8 @@
  * qt_avx512[_vnni]_vec_dot_tile_q6_K_q8_K is the same per output: for a
  * row times several columns it unpacks each weight block once
  * (quant/cpu.h), the offset and VNNI as below (1.07-1.16x for 2-8
- * columns); for one column (a one-token decode) it takes four rows
- * at a time like the tiles below, with the -32 offset folded into the
+ * columns); for one column (a one-token decode) it takes two rows
+ * at a time (two streams from memory), with the -32 offset folded into the
  * scale accumulator and, with VNNI, vpdpwssd.  Single thread, Sapphire
  * Rapids, 2048-wide rows: 1.2x the per-row kernel from L2, and from DRAM
  * 0.82 of a plain read's speed instead of 0.63 (the L2 prefetch,
@@ -30,7 +30,8 @@
  * done once for four rows, the scales unpacked by vector loads and masks
  * (Q4_K's and Q5_K's for the four rows at once, one per 128-bit lane:
  * 1.25x from L2, and Q4_K from DRAM 0.83 of a plain read instead of
- * 0.75), and four rows' chains in flight.  They are what a one-token decode in
+ * 0.75), and four rows' chains in flight (two for Q2_K and Q5_K, K_ROWS_TILE
+ * says why).  They are what a one-token decode in
  * vec_dot's order runs (ggml-lite/matmul.c): single thread, weights in L2,
  * Sapphire Rapids, 1.3x (Q4_K, Q5_K), 1.15x (Q2_K) and 1.5x (Q3_K) the
  * AVX2 dot's speed, Q4_K and Q2_K level with the repacked wide gemv
@@ -312,17 +313,19 @@ INLINE void q6k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
     UNROLL for (int r = 0; r < R; r++) s[r] = hsum_ps(pair_half(acc[r / 2], r));
 }
 
-/* One column: rows four at a time (the rest one by one); more columns:
- * each row unpacked once for all of them (q6k_tile_row). */
+/* One column: rows two at a time (the rest one by one): two streams from
+ * memory read faster than four (one thread, GB/s: 14.3-14.8 against
+ * 12.4-12.8 with four rows); more columns: each row unpacked once for all
+ * of them (q6k_tile_row). */
 #define Q6K_TILE(NAME, VNNI)                                                                                     \
     void NAME(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys, int nc) { \
         for (int r = 0; r < nr;) {                                                                               \
-            const int g = nc > 1 ? 1 : nr - r >= 4 ? 4 : 1;                                                      \
+            const int g = nc > 1 ? 1 : nr - r >= 2 ? 2 : 1;                                                      \
             const uint8_t *xr = (const uint8_t *)x + xs * (size_t)r;                                             \
             if (nc > 1)                                                                                          \
                 q6k_tile_cols(n, s + r, ldo, (const qt_block_q6_K *)xr, y, ys, nc, VNNI);                              \
-            else if (g == 4)                                                                                     \
-                q6k_rows(n, s + r, xr, xs, y, 4, VNNI);                                                          \
+            else if (g == 2)                                                                                     \
+                q6k_rows(n, s + r, xr, xs, y, 2, VNNI);                                                          \
             else                                                                                                 \
                 q6k_rows(n, s + r, xr, xs, y, 1, VNNI);                                                          \
             r += g;                                                                                              \
@@ -650,32 +653,36 @@ INLINE void q3k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
     UNROLL for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
 }
 
-/* Rows four at a time (the rest one by one), each group times every
- * column in turn, so a group's rows (a few KB) are read from memory once
- * and from L1 for the other columns; VNNI: the AVX512-VNNI variant. */
-#define K_ROWS_TILE(NAME, ROWS, VNNI)                                                                            \
+/* Rows G at a time (the rest one by one), each group times every column
+ * in turn, so a group's rows (a few KB) are read from memory once and
+ * from L1 for the other columns; VNNI: the AVX512-VNNI variant.  G is 2
+ * where two streams read faster than four (one thread, one column, GB/s:
+ * Q5_K 14.1-14.3 against 11.9-12.3, Q2_K 10.5-11.4 against 10.3-10.7),
+ * 4 where the four rows' shared work pays (Q4_K's scale unpacking: the
+ * same speed; Q3_K: 11.7 against 11.0). */
+#define K_ROWS_TILE(NAME, ROWS, VNNI, G)                                                                         \
     void NAME(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys, int nc) { \
         for (int r = 0; r < nr;) {                                                                               \
-            const int g = nr - r >= 4 ? 4 : 1;                                                                   \
+            const int g = nr - r >= G ? G : 1;                                                                   \
             const uint8_t *xr = (const uint8_t *)x + xs * (size_t)r;                                             \
             for (int c = 0; c < nc; c++) {                                                                       \
                 const qt_block_q8_K *yc = (const qt_block_q8_K *)((const uint8_t *)y + ys * (size_t)c);          \
-                if (g == 4)                                                                                      \
-                    ROWS(n, s + ldo * (size_t)c + r, xr, xs, yc, 4, VNNI);                                       \
+                if (g == G)                                                                                      \
+                    ROWS(n, s + ldo * (size_t)c + r, xr, xs, yc, G, VNNI);                                       \
                 else                                                                                             \
                     ROWS(n, s + ldo * (size_t)c + r, xr, xs, yc, 1, VNNI);                                       \
             }                                                                                                    \
             r += g;                                                                                              \
         }                                                                                                        \
     }
-K_ROWS_TILE(qt_avx512_vec_dot_tile_q2_K_q8_K, q2k_rows, 0)
-K_ROWS_TILE(qt_avx512_vec_dot_tile_q3_K_q8_K, q3k_rows, 0)
-K_ROWS_TILE(qt_avx512_vec_dot_tile_q4_K_q8_K, q4k_rows, 0)
-K_ROWS_TILE(qt_avx512_vec_dot_tile_q5_K_q8_K, q5k_rows, 0)
-K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q2_K_q8_K, q2k_rows, 1)
-K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q3_K_q8_K, q3k_rows, 1)
-K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q4_K_q8_K, q4k_rows, 1)
-K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q5_K_q8_K, q5k_rows, 1)
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q2_K_q8_K, q2k_rows, 0, 2)
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q3_K_q8_K, q3k_rows, 0, 4)
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q4_K_q8_K, q4k_rows, 0, 4)
+K_ROWS_TILE(qt_avx512_vec_dot_tile_q5_K_q8_K, q5k_rows, 0, 2)
+K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q2_K_q8_K, q2k_rows, 1, 2)
+K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q3_K_q8_K, q3k_rows, 1, 4)
+K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q4_K_q8_K, q4k_rows, 1, 4)
+K_ROWS_TILE(qt_avx512_vnni_vec_dot_tile_q5_K_q8_K, q5k_rows, 1, 2)
 
 #else
 
