@@ -200,6 +200,25 @@ INLINE void columns(const panel *p, int nb, const int nc, int b, float *s, size_
     for (int c = 0; c < nc; c++) _mm512_storeu_ps(s + c * ldo, acc[c]);
 }
 
+/* acc + one column's block b against the 16 rows' block in row-per-lane
+ * form (quants u, scales dw): the exact integer sum with its offset
+ * correction, then the one multiply and fma of the reference. */
+INLINE __m512 block_fma(__m512 acc, const __m512i u[8], __m512 dw, const uint8_t *y, const uint8_t *aux, int b,
+                        const int vnni)
+{
+    const qt_block_q8_0 *yb = (const qt_block_q8_0 *)y + b;
+    const col_block *ab = (const col_block *)aux + b;
+    /* two chains, so that vpdpbusd's latency overlaps */
+    __m512i is0 = _mm512_set1_epi32(ab->off), is1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        is0 = dot4_bcast(is0, u[k], yb->qs + 4 * k, vnni);
+        is1 = dot4_bcast(is1, u[4 + k], yb->qs + 16 + 4 * k, vnni);
+    }
+    const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ab->d));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is0, is1)), d, acc);
+}
+
 /* One column (gemv): the same work with no panel in between, since
  * nothing else reuses the unpacked weights.  The prefetch runs GEMV_AHEAD
  * panels ahead, on into the next group of rows, so that no group starts
@@ -217,52 +236,11 @@ INLINE void gemv_4bit(int n, float *s, const uint8_t *w, size_t stride, const ui
             prefetch_ahead(w, stride, (size_t)nb * BLOCK, (size_t)(b + GEMV_AHEAD * PANEL) * BLOCK, PANEL * BLOCK);
             scales(blk, stride, nb - b < PANEL ? nb - b : PANEL, dw);
         }
-        const qt_block_q8_0 *yb = (const qt_block_q8_0 *)y + b;
-        const col_block *ab = (const col_block *)aux + b;
         __m512i u[8];
         unpack(blk, stride, u, iq4);
-        /* two chains, so that vpdpbusd's latency overlaps */
-        __m512i is0 = _mm512_set1_epi32(ab->off), is1 = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-            is0 = dot4_bcast(is0, u[k], yb->qs + 4 * k, vnni);
-            is1 = dot4_bcast(is1, u[4 + k], yb->qs + 16 + 4 * k, vnni);
-        }
-        const __m512 d = _mm512_mul_ps(dw[b % PANEL], _mm512_set1_ps(ab->d));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is0, is1)), d, acc);
+        acc = block_fma(acc, u, dw[b % PANEL], y, aux, b, vnni);
     }
     _mm512_storeu_ps(s, acc);
-}
-
-/* All ncols columns, panel by panel; Q4_0's and IQ4_NL's gemm order is
- * their gemv order, so `gemm` is moot. */
-INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
-                     size_t y_stride, const void *aux, size_t aux_stride, const int vnni, const int iq4)
-{
-    if (ncols == 1) {
-        gemv_4bit(n, s, w, w_stride, y, aux, vnni, iq4);
-        return;
-    }
-    alignas(64) panel p;
-    const uint8_t *yc = y, *ac = aux;
-    const int nb = n / QT_QK4_0;
-    for (int c = 0; c < ncols; c++) _mm512_storeu_ps(s + c * ldo, _mm512_setzero_ps());
-    for (int b = 0; b < nb; b += PANEL) {
-        const int np = nb - b < PANEL ? nb - b : PANEL;
-        const uint8_t *wb = (const uint8_t *)w + (size_t)b * BLOCK;
-        if (b + 2 * PANEL < nb) prefetch_rows(wb + 2 * PANEL * BLOCK, w_stride, PANEL * BLOCK);
-        pack(&p, wb, w_stride, np, iq4);
-        int c = 0;
-        for (; ncols - c >= MAX_COLS; c += MAX_COLS)
-            columns(&p, np, MAX_COLS, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
-                    aux_stride, vnni);
-        for (; ncols - c >= 4; c += 4)
-            columns(&p, np, 4, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
-                    aux_stride, vnni);
-        for (; c < ncols; c++)
-            columns(&p, np, 1, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
-                    aux_stride, vnni);
-    }
 }
 
 /* ---- the x16 layout (repack.h) -------------------------------------------- */
@@ -295,19 +273,9 @@ INLINE __m512 scales_x16(const uint8_t *g, int b, int nb)
 INLINE __m512 gemv_x16_block(__m512 acc, const uint8_t *g, int b, int nb, const uint8_t *y, const uint8_t *aux,
                              const int vnni, const int iq4)
 {
-    const qt_block_q8_0 *yb = (const qt_block_q8_0 *)y + b;
-    const col_block *ab = (const col_block *)aux + b;
     __m512i u[8];
     unpack_x16(g, b, u, iq4);
-    /* two chains, so that vpdpbusd's latency overlaps */
-    __m512i is0 = _mm512_set1_epi32(ab->off), is1 = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; k++) {
-        is0 = dot4_bcast(is0, u[k], yb->qs + 4 * k, vnni);
-        is1 = dot4_bcast(is1, u[4 + k], yb->qs + 16 + 4 * k, vnni);
-    }
-    const __m512 d = _mm512_mul_ps(scales_x16(g, b, nb), _mm512_set1_ps(ab->d));
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is0, is1)), d, acc);
+    return block_fma(acc, u, scales_x16(g, b, nb), y, aux, b, vnni);
 }
 
 /* One column: the gemv above without the transposes, a pair of blocks
@@ -338,11 +306,17 @@ INLINE void gemv_x16(int n, float *s, const uint8_t *g, const uint8_t *y, const 
     _mm512_storeu_ps(s, acc);
 }
 
-INLINE void run_4bit_x16(int n, int ncols, float *s, size_t ldo, const void *w, const void *y, size_t y_stride,
-                         const void *aux, size_t aux_stride, const int vnni, const int iq4)
+/* All ncols columns, panel by panel, from w in rows w_stride apart or
+ * (x16) from a group in the x16 layout; Q4_0's and IQ4_NL's gemm order is
+ * their gemv order, so `gemm` is moot. */
+INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
+                     size_t y_stride, const void *aux, size_t aux_stride, const int vnni, const int iq4, const int x16)
 {
     if (ncols == 1) {
-        gemv_x16(n, s, w, y, aux, vnni, iq4);
+        if (x16)
+            gemv_x16(n, s, w, y, aux, vnni, iq4);
+        else
+            gemv_4bit(n, s, w, w_stride, y, aux, vnni, iq4);
         return;
     }
     alignas(64) panel p;
@@ -351,9 +325,15 @@ INLINE void run_4bit_x16(int n, int ncols, float *s, size_t ldo, const void *w, 
     for (int c = 0; c < ncols; c++) _mm512_storeu_ps(s + c * ldo, _mm512_setzero_ps());
     for (int b = 0; b < nb; b += PANEL) {
         const int np = nb - b < PANEL ? nb - b : PANEL;
-        for (int i = 0; i < np; i++) {
-            unpack_x16(w, b + i, &p.u[8 * i], iq4);
-            p.d[i] = scales_x16(w, b + i, nb);
+        if (x16) {
+            for (int i = 0; i < np; i++) {
+                unpack_x16(w, b + i, &p.u[8 * i], iq4);
+                p.d[i] = scales_x16(w, b + i, nb);
+            }
+        } else {
+            const uint8_t *wb = (const uint8_t *)w + (size_t)b * BLOCK;
+            if (b + 2 * PANEL < nb) prefetch_rows(wb + 2 * PANEL * BLOCK, w_stride, PANEL * BLOCK);
+            pack(&p, wb, w_stride, np, iq4);
         }
         int c = 0;
         for (; ncols - c >= MAX_COLS; c += MAX_COLS)
@@ -372,42 +352,42 @@ static void run_x16_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, cons
                          size_t y_stride, const void *aux, size_t aux_stride)
 {
     (void)gemm;
-    run_4bit_x16(n, ncols, s, ldo, w, y, y_stride, aux, aux_stride, 0, 0);
+    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, aux_stride, 0, 0, 1);
 }
 
 static void run_x16_q4_0_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
                               size_t y_stride, const void *aux, size_t aux_stride)
 {
     (void)gemm;
-    run_4bit_x16(n, ncols, s, ldo, w, y, y_stride, aux, aux_stride, 1, 0);
+    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, aux_stride, 1, 0, 1);
 }
 
 static void run_x16_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
                                 size_t y_stride, const void *aux, size_t aux_stride)
 {
     (void)gemm;
-    run_4bit_x16(n, ncols, s, ldo, w, y, y_stride, aux, aux_stride, 1, 1);
+    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, aux_stride, 1, 1, 1);
 }
 
 static void run_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
                      const void *y, size_t y_stride, const void *aux, size_t aux_stride)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0, 0);
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0, 0, 0);
 }
 
 static void run_q4_0_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
                           const void *y, size_t y_stride, const void *aux, size_t aux_stride)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 0);
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 0, 0);
 }
 
 static void run_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
                             const void *y, size_t y_stride, const void *aux, size_t aux_stride)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 1);
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 1, 0);
 }
 
 static const qt_rp_wide wide_q4_0 = {aux_bytes_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0};
