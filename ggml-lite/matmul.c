@@ -205,12 +205,6 @@ static void rows_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, si
                      aux_row);
         return;
     }
-#ifdef ROWDOT
-    if (n_tokens == 1 && w->type == QT_Q8_0) {
-        for (int i = 0; i < nr; i++) tr->vec_dot((int)w->ne[0], &y[r + i], gl_row(w, r + i), xq);
-        return;
-    }
-#endif
     if (tr->vec_dot_tile) {
         tr->vec_dot_tile((int)w->ne[0], &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
                          n_tokens);
