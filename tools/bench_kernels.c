@@ -244,7 +244,8 @@ int qlm_bench_kernels(int argc, char **argv)
     printf("\n\"=\": this level has no kernel of its own for the type and runs the scalar reference.\n"
            "decode: what a model runs for one token (gl_matmul, active level): llama.cpp's repacked\n"
            "gemv for the types it repacks, else vec_dot's order (through the tile kernel where the\n"
-           "level has one).\n");
+           "level has one); x16 layout: the same gemv over weights interleaved as a model's are at\n"
+           "load (Q4_0, IQ4_NL).\n");
     free(x); free(y); free(wf);
     return rc;
 }
