@@ -12,6 +12,7 @@
 #include "model.h"
 #include "ggml-lite/attn.h"
 #include "ggml-lite/matmul.h"
+#include "ggml-lite/promote.h"
 #include "ggml-lite/ops.h"
 #include "ggml-lite/threads.h"
 #include "ggml-lite/vec.h"
@@ -843,6 +844,7 @@ int qlm_decode(qlm_ctx *c, const qlm_batch *b, qlm_err *err)
         int rc = forward(c, b, off, T, err);
         if (rc) return rc;
     }
+    gl_promote_go(c->m->x16_promoter); /* ggml-lite/promote.h says why here */
     return QLM_OK;
 }
 

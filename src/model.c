@@ -10,6 +10,7 @@
 
 #include "ggml-lite/arena.h"
 #include "ggml-lite/layout.h"
+#include "ggml-lite/promote.h"
 #include "ggml-lite/ops.h"
 
 /* Reads "<arch>.<suffix>" as a u32 into *out; missing is an error unless
@@ -333,7 +334,8 @@ static void release_mapped(const void *p, size_t n)
 
 /* The x16 layout (ggml-lite/layout.h) for every matrix that has one on
  * this CPU: in place in --no-mmap's copy; from a file mapping into one
- * huge-page allocation, whose pages replace the mapping's; never under
+ * allocation, whose pages replace the mapping's and which a thread then
+ * moves into huge pages (ggml-lite/promote.h); never under
  * --mlock (the locked mapping is what was asked for).  QLM_X16=0 turns it
  * off, to compare. */
 static int relayout(qlm_model *m, qlm_err *err)
@@ -347,7 +349,7 @@ static int relayout(qlm_model *m, qlm_err *err)
     for (int i = 0; i < n; i++)
         if (gl_x16_wanted(w[i])) total += ((size_t)w[i]->ne[1] * w[i]->row_bytes + 63) & ~(size_t)63;
     const bool in_place = m->gguf->owned;
-    if (total && !in_place && !(m->x16 = gl_stream_alloc(total))) {
+    if (total && !in_place && !(m->x16 = gl_promotable_alloc(total))) {
         free(w);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory for %zu MiB of interleaved weights", total >> 20);
     }
@@ -365,6 +367,7 @@ static int relayout(qlm_model *m, qlm_err *err)
         at += (bytes + 63) & ~(size_t)63;
     }
     free(w);
+    m->x16_promoter = gl_promote_new(m->x16, m->x16_bytes);
     return QLM_OK;
 }
 
@@ -421,6 +424,7 @@ void qlm_model_free(qlm_model *m)
     if (!m) return;
     if (m->vocab) qlm_vocab_free(m->vocab);
     if (m->gguf) gguf_close(m->gguf);
+    gl_promote_stop(m->x16_promoter);
     if (m->x16) gl_arena_free(m->x16, m->x16_bytes);
     free(m->layers);
     free(m->name);

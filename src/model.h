@@ -85,6 +85,7 @@ typedef struct qlm_model {
     qlm_layer *layers;        /* [n_layer] */
     uint8_t *x16;             /* the weights moved to the x16 layout, or NULL */
     size_t x16_bytes;
+    struct gl_promoter *x16_promoter; /* moving them into huge pages */
 } qlm_model;
 
 /* Opens, validates (every tensor present with the right shape and a

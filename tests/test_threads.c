@@ -13,7 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ggml-lite/arena.h"
 #include "ggml-lite/matmul.h"
+#include "ggml-lite/promote.h"
 #include "ggml-lite/threads.h"
 #include "quant/types.h"
 #include "test.h"
@@ -200,6 +202,35 @@ int main(void)
                     checked += r > 0;
                 }
         CHECK(checked >= 8, "only %d cases took the plain path", checked);
+    }
+    TEST_END();
+    /* The huge-page promoter: contents unchanged whatever it did, started
+     * once however often asked, stopped whether or not it started (and
+     * mid-way), NULL accepted everywhere. */
+    TEST_BEGIN("promoter_keeps_contents");
+    {
+        const size_t n = (size_t)24 << 20;
+        for (int variant = 0; variant < 3; variant++) {
+            uint32_t *p = gl_promotable_alloc(n);
+            CHECK(p != NULL, "gl_promotable_alloc");
+            if (!p) break;
+            for (size_t i = 0; i < n / 4; i++) p[i] = (uint32_t)(i * 2654435761u);
+            gl_promoter *pr = gl_promote_new(p, n);
+            CHECK(pr != NULL, "gl_promote_new");
+            if (variant > 0) {
+                gl_promote_go(pr);
+                gl_promote_go(pr);
+            }
+            if (variant == 2) usleep(50 * 1000); /* let it collapse some */
+            gl_promote_stop(pr);
+            size_t bad = 0;
+            for (size_t i = 0; i < n / 4; i++) bad += p[i] != (uint32_t)(i * 2654435761u);
+            CHECK(bad == 0, "variant %d: %zu words changed", variant, bad);
+            gl_arena_free(p, n);
+        }
+        CHECK(gl_promote_new(NULL, n) == NULL, "nothing to promote");
+        gl_promote_go(NULL);
+        gl_promote_stop(NULL);
     }
     TEST_END();
     TEST_EXIT();
