@@ -29,6 +29,13 @@ void *gl_arena_alloc(size_t n)
     return p;
 }
 
+void *gl_promotable_alloc(size_t n)
+{
+    if (!n) return NULL;
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 void gl_arena_free(void *p, size_t n)
 {
     if (p) munmap(p, n);

@@ -16,7 +16,10 @@ void *gl_arena_alloc(size_t n);
  * 4 KB pages this kind of VM reads them markedly slower (membw.c); with
  * the ask refused, ordinary pages.  NULL on failure. */
 void *gl_stream_alloc(size_t n);
-/* Frees either kind. */
+/* n zeroed bytes (n > 0) with no huge-page advice either way, so that a
+ * promoter (promote.h) may collapse them later, or NULL. */
+void *gl_promotable_alloc(size_t n);
+/* Frees any of these. */
 void gl_arena_free(void *p, size_t n);
 
 #endif

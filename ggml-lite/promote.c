@@ -29,13 +29,6 @@ struct gl_promoter {
     atomic_bool running; /* and its thread exists, to be joined */
 };
 
-void *gl_promotable_alloc(size_t n)
-{
-    if (!n) return NULL;
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
 static void *promote(void *arg)
 {
     gl_promoter *pr = arg;

@@ -15,11 +15,7 @@
 
 #include <stddef.h>
 
-/* n bytes (n > 0) of zeroed anonymous memory that a promoter may collapse
- * later (no huge-page advice either way), or NULL.  Free with
- * gl_arena_free. */
-void *gl_promotable_alloc(size_t n);
-
+/* The memory: gl_promotable_alloc (ggml-lite/arena.h). */
 typedef struct gl_promoter gl_promoter;
 /* A promoter for [p, p + n), not started yet (NULL: out of memory, or
  * nothing to collapse). */
