@@ -2,11 +2,18 @@
 
 #include <sys/mman.h>
 
-void *gl_stream_alloc(size_t n)
+/* n bytes of private anonymous memory (zeroed), or NULL. */
+static void *anon(size_t n)
 {
     if (!n) return NULL;
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void *gl_stream_alloc(size_t n)
+{
+    void *p = anon(n);
+    if (!p) return NULL;
 #ifdef MADV_HUGEPAGE
     madvise(p, n, MADV_HUGEPAGE);
 #endif
@@ -15,9 +22,8 @@ void *gl_stream_alloc(size_t n)
 
 void *gl_arena_alloc(size_t n)
 {
-    if (!n) return NULL;
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
+    void *p = anon(n);
+    if (!p) return NULL;
 #ifdef MADV_NOHUGEPAGE
     /* Small pages, even where the system makes huge ones by default: the
      * cache is head-major, so a sequence's first token touches every
@@ -31,9 +37,7 @@ void *gl_arena_alloc(size_t n)
 
 void *gl_promotable_alloc(size_t n)
 {
-    if (!n) return NULL;
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return anon(n);
 }
 
 void gl_arena_free(void *p, size_t n)

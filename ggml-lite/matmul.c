@@ -368,8 +368,7 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
     const qt_traits *tr = qt_get(w->type);
     if (!tr || !tr->vec_dot) return -1;
     /* interleaved weights are only ever made for the wide kernels */
-    const qt_rp_wide *x16 = w->layout == GL_LAYOUT_X16 ? qt_repack_wide(w->type) : NULL;
-    if (w->layout == GL_LAYOUT_X16 && (!x16 || !x16->run_x16 || !qt_repack_applies(w->type, w->ne[1])))
+    if (w->layout == GL_LAYOUT_X16 && (!qt_x16_available(w->type) || !qt_repack_applies(w->type, w->ne[1])))
         return -1;
     const int64_t n_in = w->ne[0], n_out = w->ne[1];
     const qt_traits *act = qt_get(tr->vec_dot_type);

@@ -224,8 +224,7 @@ int qlm_bench_kernels(int argc, char **argv)
                                                                     : "vec_dot";
             printf(" decode (%s, %s): %.1f (%.0f%%)", path, qt_isa_name(), gbs, bw > 0 ? 100 * gbs / bw : 0);
             /* and where a model interleaves the type at load, that layout */
-            gl_tensor t1 = t;
-            if (scratch && gl_x16_wanted(&t1)) {
+            if (scratch && gl_x16_wanted(&t)) {
                 for (int m = 0; m < n_mat && gbs >= 0; m++) {
                     gl_tensor tm = t;
                     tm.data = w + (size_t)m * mat_bytes;
