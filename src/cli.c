@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "chat_fmt.h"
@@ -28,6 +29,19 @@ int qlm_cli_error(int code, const char *fmt, ...)
 int qlm_cli_report(const qlm_err *e)
 {
     return qlm_cli_error(e->code ? e->code : QLM_ERUNTIME, "%s", e->msg);
+}
+
+int qlm_cli_write_all(int fd, const void *s, size_t n)
+{
+    const char *p = s;
+    while (n) {
+        const ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
 }
 
 int qlm_cli_int(const char *flag, const char *s, long lo, long hi, long *out)

@@ -13,6 +13,11 @@ int qlm_cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 
 /* Prints e's message in that format and returns its code. */
 int qlm_cli_report(const qlm_err *e);
 
+/* Writes all n bytes to fd, going on after a signal handler ran (a Ctrl-C
+ * handled without SA_RESTART interrupts a write to a slow terminal or
+ * pipe).  Returns 0, or the errno of the write that failed. */
+int qlm_cli_write_all(int fd, const void *s, size_t n);
+
 /* Parses a whole decimal/float argument for flag `flag`; false with the
  * error already printed on bad input. */
 int qlm_cli_int(const char *flag, const char *s, long lo, long hi, long *out);

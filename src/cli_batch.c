@@ -340,17 +340,8 @@ static bool already_done(batch *b, const char *key)
 
 static void write_all(batch *b, const char *s, size_t n)
 {
-    while (n && !b->out_broken) {
-        ssize_t w = write(b->out_fd, s, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            b->out_broken = true;
-            b->out_errno = w < 0 ? errno : EIO;
-            break;
-        }
-        s += w;
-        n -= (size_t)w;
-    }
+    if (b->out_broken) return;
+    if ((b->out_errno = qlm_cli_write_all(b->out_fd, s, n))) b->out_broken = true;
 }
 
 static void flush_ready(batch *b)

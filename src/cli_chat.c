@@ -193,14 +193,24 @@ static bool reply_add(chat *c, const char *piece, size_t n)
 }
 
 /* Writes a reply piece; on a terminal without control characters (other
- * than newline and tab), so model output cannot drive the terminal. */
+ * than newline and tab), so model output cannot drive the terminal.  Not
+ * through stdio: a Ctrl-C that lands while a write to a slow terminal
+ * waits interrupts it (no SA_RESTART), and stdio would count that as a
+ * broken output and end the chat. */
 static bool show(const chat *c, const char *piece, size_t n)
 {
-    if (!c->le) return fwrite(piece, 1, n, stdout) == n;
-    for (size_t i = 0; i < n; i++) {
-        const unsigned char b = (unsigned char)piece[i];
-        if ((b < 0x20 && b != '\n' && b != '\t') || b == 0x7f) continue;
-        if (putchar(b) == EOF) return false;
+    char buf[256];
+    if (fflush(stdout)) return false;
+    while (n) {
+        size_t k = 0, used = 0;
+        for (; used < n && k < sizeof buf; used++) {
+            const unsigned char b = (unsigned char)piece[used];
+            if (c->le && ((b < 0x20 && b != '\n' && b != '\t') || b == 0x7f)) continue;
+            buf[k++] = (char)b;
+        }
+        if (qlm_cli_write_all(STDOUT_FILENO, buf, k)) return false;
+        piece += used;
+        n -= used;
     }
     return true;
 }
@@ -210,7 +220,7 @@ static int on_token(void *user, int32_t tok, const char *piece, size_t n)
     chat *c = user;
     (void)tok;
     if (!reply_add(c, piece, n)) return 1;
-    if (n && (!show(c, piece, n) || fflush(stdout))) {
+    if (n && !show(c, piece, n)) {
         c->out_broken = true;
         return 1;
     }
@@ -292,8 +302,7 @@ static int turn(chat *c, const char *text, size_t len)
     }
     if (!msg_push(c, "assistant", c->reply ? c->reply : "", c->reply_len))
         return qlm_cli_error(QLM_ERUNTIME, "out of memory");
-    fputc('\n', stdout);
-    fflush(stdout);
+    if (!show(c, "\n", 1)) c->out_broken = true;
     if (stopped && c->logs) fprintf(stderr, "(reply stopped; Ctrl-C again to quit)\n");
     if (st.stop == QLM_STOP_CONTEXT && c->logs)
         fprintf(stderr, "(the context is full: /reset to start over, or raise -c)\n");

@@ -129,6 +129,52 @@ else fail template_name_chat "rc=$rc $(head -3 "$tmp/err")"; fi
 if python3 -c 'import jinja2' 2>/dev/null; then python3 tools/check_named_templates.py
 else echo "# template_jinja2_crosscheck skipped: python3 has no jinja2 (pip install jinja2)"; fi
 
+# Ctrl-C while a write to the terminal waits (the terminal stopped
+# reading; the pty's buffer is full): the reply stops and the chat goes
+# on.  Once, such an interrupted write ended the chat with status 0.  A
+# pty of our own, because tmux cannot be told to stop reading.
+python3 - "$tmp" $CHAT -n 100000 -c 32768 --no-history --ignore-eos <<'PY' >"$tmp/py" 2>&1
+import os, pty, select, signal, sys, time
+tmp, argv = sys.argv[1], sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["HOME"] = tmp
+    os.execvp(argv[0], argv)
+def read_until(text, secs=60, buf=b""):
+    end = time.time() + secs
+    while text not in buf and time.time() < end:
+        if select.select([fd], [], [], 0.1)[0]:
+            try: buf += os.read(fd, 65536)
+            except OSError: break
+    return buf
+def cpu():   # utime + stime of the whole process
+    return sum(map(int, open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[11:13]))
+try:
+    assert b">>> " in read_until(b">>> "), "no prompt"
+    os.write(fd, b"hello\r")
+    # stop reading until the reply blocks in write: no CPU time for a while
+    end, last, still = time.time() + 60, -1, 0
+    while still < 3 and time.time() < end:
+        time.sleep(0.2)
+        now = cpu()
+        still = still + 1 if now == last else 0
+        last = now
+    assert still >= 3, "the reply never blocked on the terminal"
+    os.write(fd, b"\x03")
+    out = read_until(b"stop: interrupted")
+    assert b"stop: interrupted" in out, "no stop line: %r" % out[-200:]
+    out = read_until(b">>> ", buf=out.split(b"stop: interrupted", 1)[1])
+    assert b">>> " in out and not os.waitpid(pid, os.WNOHANG)[0], "the chat ended: %r" % out[-200:]
+    os.write(fd, b"\x04")
+    read_until(b"never", 2)
+    _, st = os.waitpid(pid, 0)
+    assert os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0, "exit status %r" % st
+finally:
+    try: os.kill(pid, signal.SIGKILL)
+    except OSError: pass
+PY
+if [ $? = 0 ]; then pass chat_tty_ctrl_c_blocked_write; else fail chat_tty_ctrl_c_blocked_write "$(tail -1 "$tmp/py")"; fi
+
 # --- in a terminal ---
 if ! command -v tmux >/dev/null; then fail chat_tmux "tmux is not installed"; exit 0; fi
 
@@ -161,6 +207,15 @@ reply_started() {
     return 1
 }
 keys() { s=$1; shift; tm send-keys -t "$s" "$@"; }
+# what the pane's processes are doing (for a failure's message): state and
+# kernel wait channel of each thread below the pane's shell
+procs() {
+    for p in $(pgrep -P "$(tm display -p -t "$1" '#{pane_pid}' 2>/dev/null)" 2>/dev/null); do
+        for t in /proc/$p/task/*; do
+            printf '%s:%s:%s ' "$(cut -d' ' -f2 $t/stat 2>/dev/null)" "$(cut -d' ' -f3 $t/stat 2>/dev/null)" "$(cat $t/wchan 2>/dev/null)"
+        done
+    done
+}
 saved() { # saved FILE PYTHON-ASSERTS: checks the /save'd messages list m
     f=$1; shift
     n=0; while [ ! -s "$f" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
@@ -191,7 +246,7 @@ cc=cc$sfx
 start $cc -n 100000 -c 32768 --no-history --ignore-eos $extra
 if wait_for $cc '^>>> ' && keys $cc 'hello' Enter && reply_started $cc hello && keys $cc C-c &&
    wait_for $cc 'stop: interrupted' && wait_for $cc '^>>> ' 2; then pass chat_tty_ctrl_c_stops_reply$sfx
-else fail chat_tty_ctrl_c_stops_reply$sfx "$(pane $cc | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi
+else fail chat_tty_ctrl_c_stops_reply$sfx "$(pane $cc | grep -v "^ *$" | tail -6 | cut -c1-150) [$(procs $cc)]"; fi
 keys $cc 'more' Enter
 if reply_started $cc more && keys $cc C-c && wait_for $cc 'stop: interrupted' 2 && keys $cc "/save $tmp/$cc.json" Enter &&
    saved "$tmp/$cc.json" '
@@ -219,7 +274,7 @@ done
 start cc2 -n 100000 -c 32768 --no-history --ignore-eos
 if wait_for cc2 '^>>> ' && keys cc2 'hi' Enter && reply_started cc2 hi && keys cc2 C-c &&
    wait_for cc2 'stop: interrupted' && wait_for cc2 '^>>> ' 2 && keys cc2 C-c && wait_for cc2 '^__EXIT=0'
-then pass chat_tty_ctrl_c_after_stop_exits; else fail chat_tty_ctrl_c_after_stop_exits "$(pane cc2 | grep -v "^ *$" | tail -6 | cut -c1-150)"; fi
+then pass chat_tty_ctrl_c_after_stop_exits; else fail chat_tty_ctrl_c_after_stop_exits "$(pane cc2 | grep -v "^ *$" | tail -6 | cut -c1-150) [$(procs cc2)]"; fi
 
 # Ctrl-C while a long prompt is being read (a loaded transcript of 30000
 # tokens): the read stops, the message is dropped, the chat goes on.
