@@ -341,8 +341,12 @@ void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const
     if (n_tokens <= 8 && nth > 1) {
         int64_t start[MAX_CHUNKS + 1];
         const int n_chunks = guided_chunks(total, (int)nth, max_tiles, start);
+        /* each thread's first chunk is its own (gl_matmul_rows_next:
+         * what it prefetched while it waited), the rest as they come */
+        if (th < n_chunks)
+            rows_tiles(n_w, w, y, xq, xq_row, aux, n_tokens, start[th], start[th + 1] - start[th], max_tiles);
         #pragma omp for schedule(dynamic, 1) nowait
-        for (int k = 0; k < n_chunks; k++)
+        for (int k = (int)nth; k < n_chunks; k++)
             rows_tiles(n_w, w, y, xq, xq_row, aux, n_tokens, start[k], start[k + 1] - start[k], max_tiles);
         return;
     }
@@ -513,4 +517,37 @@ int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float 
 int gl_matmul_each(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch)
 {
     return matmul(w, x, y, n_tokens, scratch, true);
+}
+
+/* The bytes of rows [r, end) of w (gl_barrier_wait_pf takes the first
+ * GL_PREFETCH_MAX of them). */
+static gl_prefetch rows_bytes(const gl_tensor *w, int64_t r, int64_t end)
+{
+    if (w->layout == GL_LAYOUT_X16) r -= r % QT_RP_WIDE_ROWS; /* groups: r is a group's first row */
+    return (gl_prefetch){.p = gl_row(w, r), .n = (size_t)(end - r) * w->row_bytes};
+}
+
+gl_prefetch gl_matmul_rows_next(int n_w, const gl_tensor *const w[], int n_tokens)
+{
+    int64_t total = 0;
+    for (int i = 0; i < n_w; i++) total += row_tiles(w[i]);
+    const int64_t nth = omp_get_num_threads(), th = omp_get_thread_num();
+    int64_t g;
+    if (n_tokens <= 8 && nth > 1) {
+        int64_t start[MAX_CHUNKS + 1];
+        if (th >= guided_chunks(total, (int)nth, call_rows(n_tokens) / TILE_ROWS, start)) return (gl_prefetch){0};
+        g = start[th];
+    } else {
+        const int64_t q = total / nth, rem = total % nth;
+        g = th * q + (th < rem ? th : rem);
+    }
+    int i = 0;
+    while (i < n_w - 1 && g >= row_tiles(w[i])) g -= row_tiles(w[i++]);
+    if (g >= row_tiles(w[i])) return (gl_prefetch){0};
+    return rows_bytes(w[i], g * TILE_ROWS, w[i]->ne[1]);
+}
+
+gl_prefetch gl_matmul_rows_range_next(const gl_tensor *w, int64_t r0, int64_t n)
+{
+    return n > 0 ? rows_bytes(w, r0, r0 + n) : (gl_prefetch){0};
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "ggml-lite/tensor.h"
+#include "ggml-lite/threads.h"
 
 /* Bytes of scratch gl_matmul needs for n_tokens activation rows. */
 size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens);
@@ -81,5 +82,10 @@ void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const
  * done.  Bit for bit gl_matmul's. */
 void gl_matmul_rows_range(const gl_tensor *w, float *y, const void *xq, size_t xq_row, int n_tokens, int64_t r0,
                           int64_t n);
+/* What the calling thread of the region will read first in
+ * gl_matmul_rows / gl_matmul_rows_range with these arguments: for
+ * gl_barrier_wait_pf at the barrier before. */
+gl_prefetch gl_matmul_rows_next(int n_w, const gl_tensor *const w[], int n_tokens);
+gl_prefetch gl_matmul_rows_range_next(const gl_tensor *w, int64_t r0, int64_t n);
 
 #endif

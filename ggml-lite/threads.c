@@ -77,6 +77,11 @@ static void wake_all(atomic_uint *round)
 
 void gl_barrier_wait(gl_barrier *b)
 {
+    gl_barrier_wait_pf(b, (gl_prefetch){0});
+}
+
+void gl_barrier_wait_pf(gl_barrier *b, gl_prefetch pf)
+{
     if (b->n <= 1) return;
     /* the round is read before this thread counts itself in: after that
      * the last thread may end the round at any moment */
@@ -94,8 +99,16 @@ void gl_barrier_wait(gl_barrier *b)
      * stale update costs a little time, never correctness. */
     const int budget = atomic_load_explicit(&b->spin_us, memory_order_relaxed);
     const long long t0 = now_ns();
+    const char *p = pf.p, *const p_end = p ? p + (pf.n < GL_PREFETCH_MAX ? pf.n : GL_PREFETCH_MAX) : p;
     for (unsigned i = 1; atomic_load_explicit(&b->round, memory_order_acquire) == r; i++) {
-        cpu_relax();
+        /* 512 bytes per look at the round: the prefetches issue at the
+         * rate the memory takes them */
+        if (p < p_end) {
+            for (int k = 0; k < 8; k++) __builtin_prefetch(p + 64 * k, 0, 2);
+            p += 512;
+        } else {
+            cpu_relax();
+        }
         if (i % 64 == 0 && now_ns() - t0 > budget * 1000LL) {
             /* sequentially consistent with the last thread's bump and
              * check: either it sees this thread counted as sleeping (and

@@ -4,6 +4,7 @@
 #define QLM_GL_THREADS_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 /* Physical cores (hwloc), at least 1; hyperthreads do not help the
  * memory-bound decode loop and hurt it when oversubscribed. */
@@ -44,5 +45,19 @@ void gl_barrier_init(gl_barrier *b, int n_threads);
 /* Every one of the n threads calls it; none returns before all have
  * arrived, and every write before it is visible to all after it. */
 void gl_barrier_wait(gl_barrier *b);
+
+/* Bytes a thread reads first after a barrier.  Decoding is bound by
+ * memory reads; a thread that waits at a barrier leaves its share of the
+ * bandwidth idle, so it asks for these lines (into L2) while it waits. */
+typedef struct gl_prefetch {
+    const void *p;
+    size_t n;
+} gl_prefetch;
+/* At most this much is asked for per wait: what a core reads in ~20 us,
+ * well within its L2. */
+#define GL_PREFETCH_MAX (256 * 1024)
+/* gl_barrier_wait, prefetching pf's bytes (up to GL_PREFETCH_MAX) while
+ * this thread waits; the last thread to arrive prefetches nothing. */
+void gl_barrier_wait_pf(gl_barrier *b, gl_prefetch pf);
 
 #endif

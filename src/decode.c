@@ -486,14 +486,50 @@ static void gate(const qlm_arch *a, float *g, const float *u, int64_t n)
 }
 
 /* The fused region's barrier: its own (gl_barrier: spins a short while
- * before it sleeps) where the team has the size it was made for. */
-static void sync_team(qlm_ctx *c, bool own)
+ * before it sleeps) where the team has the size it was made for.  pf:
+ * the weight rows this thread reads first in the next matmul, which it
+ * asks for while it waits (gl_barrier_wait_pf). */
+static void sync_team(qlm_ctx *c, bool own, gl_prefetch pf)
 {
     if (own) {
-        gl_barrier_wait(&c->bar);
+        gl_barrier_wait_pf(&c->bar, pf);
         return;
     }
     #pragma omp barrier
+}
+
+/* What a thread of the fused region reads first in layer l's matmuls;
+ * first_pf: in the first of them, or in the output head for
+ * l == n_layer.  gu_piece: the rows of gate and up per thread where
+ * they go in pieces (layers_fused), else 0. */
+typedef struct {
+    gl_prefetch qkv, o, gu, down;
+} layer_pf;
+
+static gl_prefetch first_pf(const qlm_model *m, int l, int T, int n_out)
+{
+    if (l == m->hp.n_layer) {
+        const gl_tensor *wh[] = {&m->output};
+        return n_out ? gl_matmul_rows_next(1, wh, n_out) : (gl_prefetch){0};
+    }
+    const qlm_layer *L = &m->layers[l];
+    const gl_tensor *wqkv[] = {&L->wq, &L->wk, &L->wv};
+    return gl_matmul_rows_next(3, wqkv, T);
+}
+
+static layer_pf layer_next(const qlm_model *m, int l, int T, int64_t gu_piece)
+{
+    const qlm_layer *L = &m->layers[l];
+    const gl_tensor *wo[] = {&L->wo}, *wgu[] = {&L->w_gate, &L->w_up}, *wd[] = {&L->w_down};
+    layer_pf pf = {.qkv = first_pf(m, l, T, 0), .o = gl_matmul_rows_next(1, wo, T),
+                   .down = gl_matmul_rows_next(1, wd, T)};
+    if (gu_piece) {
+        const int64_t r0 = (int64_t)omp_get_thread_num() * gu_piece, F = L->w_gate.ne[1];
+        pf.gu = gl_matmul_rows_range_next(&L->w_gate, r0, F - r0 < gu_piece ? F - r0 : gu_piece);
+    } else {
+        pf.gu = gl_matmul_rows_next(2, wgu, T);
+    }
+    return pf;
 }
 
 /* The layers of forward() in one parallel region.  Between matmuls the
@@ -540,6 +576,11 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
             gl_matmul_plain(&L->wo, T, each, &o);
             gl_matmul_plain(&L->w_gate, T, each, &gu);
             gl_matmul_plain(&L->w_down, T, each, &dn);
+            /* gate and up in pieces of whole blocks of down's activation
+             * type, a piece per thread (below) */
+            const int64_t blk = qt_get(dn.type)->block_size, P0 = (32 + blk - 1) / blk * blk,
+                          n_p0 = (F + P0 - 1) / P0, P = (n_p0 + c->n_threads - 1) / c->n_threads * P0;
+            const layer_pf pf = layer_next(m, l, T, dn.by_blocks ? P : 0);
             /* the previous layer's feed-forward residual, then this one's norm */
             #pragma omp for schedule(static) nowait
             for (int t0 = 0; t0 < T; t0 += U) {
@@ -555,11 +596,11 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 for (int t = t0; t < t0 + nt; t++)
                     qkv.quantize(c->xn + (size_t)t * E, xq + (size_t)t * qkv.row_bytes, E);
             }
-            sync_team(c, own);
             const gl_tensor *wqkv[] = {&L->wq, &L->wk, &L->wv};
             float *const yqkv[] = {c->q, c->k, c->v};
+            sync_team(c, own, pf.qkv);
             gl_matmul_rows(3, wqkv, yqkv, xq, qkv.row_bytes, T);
-            sync_team(c, own);
+            sync_team(c, own, pf.o);
             c->vis_tok[3 * th] = -1; /* this thread's cached list is stale */
             if (by_token) {
                 /* each token attends to its own new cell only: no thread
@@ -577,20 +618,20 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
             } else {
                 #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++) qkv_finish(c, l, t, &rope, pos);
-                sync_team(c, own);
+                sync_team(c, own, pf.o);
                 #pragma omp for collapse(2) schedule(static) nowait
                 for (int t = 0; t < T; t++)
                     for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq, false);
-                sync_team(c, own);
+                sync_team(c, own, pf.o);
                 #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++)
                     o.quantize(c->att + (size_t)t * QD, xq + (size_t)t * o.row_bytes, QD);
             }
-            sync_team(c, own);
             const gl_tensor *wo[] = {&L->wo};
             float *const yo[] = {c->xn};
+            sync_team(c, own, pf.o);
             gl_matmul_rows(1, wo, yo, xq, o.row_bytes, T);
-            sync_team(c, own);
+            sync_team(c, own, pf.gu);
             #pragma omp for schedule(static) nowait
             for (int t0 = 0; t0 < T; t0 += U) {
                 const int nt = T - t0 < U ? T - t0 : U;
@@ -600,7 +641,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 for (int t = t0; t < t0 + nt; t++)
                     gu.quantize(c->xn + (size_t)t * E, xq + (size_t)t * gu.row_bytes, E);
             }
-            sync_team(c, own);
+            sync_team(c, own, pf.gu);
             /* down's quantized input goes after gate/up's, which other
              * threads may still be reading */
             uint8_t *xd = xq + ((size_t)T * gu.row_bytes + 63) / 64 * 64;
@@ -612,9 +653,6 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                  * quantizer block by block, so the bits are the whole
                  * rows'), where otherwise it would wait at one more
                  * barrier. */
-                const int64_t blk = qt_get(dn.type)->block_size, P0 = (32 + blk - 1) / blk * blk,
-                              n_p0 = (F + P0 - 1) / P0,
-                              P = (n_p0 + c->n_threads - 1) / c->n_threads * P0; /* a piece per thread */
                 #pragma omp for schedule(static) nowait
                 for (int64_t r0 = 0; r0 < F; r0 += P) {
                     const int64_t n = F - r0 < P ? F - r0 : P;
@@ -630,18 +668,18 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 const gl_tensor *wgu[] = {&L->w_gate, &L->w_up};
                 float *const ygu[] = {c->g, c->u};
                 gl_matmul_rows(2, wgu, ygu, xq, gu.row_bytes, T);
-                sync_team(c, own);
+                sync_team(c, own, pf.down);
                 #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++) {
                     gate(a, c->g + (size_t)t * F, c->u + (size_t)t * F, F);
                     dn.quantize(c->g + (size_t)t * F, xd + (size_t)t * dn.row_bytes, F);
                 }
             }
-            sync_team(c, own);
             const gl_tensor *wd[] = {&L->w_down};
             float *const yd[] = {c->xn};
+            sync_team(c, own, pf.down);
             gl_matmul_rows(1, wd, yd, xd, dn.row_bytes, T);
-            sync_team(c, own);
+            sync_team(c, own, first_pf(m, l + 1, T, n_out));
         }
         #pragma omp for schedule(static) nowait
         for (int t0 = 0; t0 < T; t0 += U) {
@@ -662,7 +700,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
         if (n_out) {
             /* the head inside the region: no second team to wake, and
              * its norm and quantization shared out too */
-            sync_team(c, own);
+            sync_team(c, own, first_pf(m, hp->n_layer, T, n_out));
             const gl_tensor *wh[] = {&m->output};
             float *const yh[] = {lg};
             gl_matmul_rows(1, wh, yh, xq, head.row_bytes, n_out);

@@ -34,6 +34,9 @@ enum { ROUNDS = 3000, MAX_TH = 4 };
  * Returns the number of stale slots seen, or -1 if the team was short. */
 static long rounds(gl_barrier *b, int n)
 {
+    /* the first wait of a round prefetches (gl_barrier_wait_pf), which
+     * must not change what the barrier guarantees */
+    static char lines[1 << 16];
     int slot[MAX_TH];
     long stale[MAX_TH] = {0};
     int got = 0;
@@ -46,7 +49,7 @@ static long rounds(gl_barrier *b, int n)
             for (int r = 0; r < ROUNDS; r++) {
                 if (r % 500 == 499 && th == (r / 500) % n) usleep(3000);
                 slot[th] = r;
-                gl_barrier_wait(b);
+                gl_barrier_wait_pf(b, (gl_prefetch){.p = r % 3 ? lines : NULL, .n = (size_t)(r % 7) << 13});
                 for (int j = 0; j < n; j++) stale[th] += slot[j] != r;
                 gl_barrier_wait(b);
             }
@@ -92,9 +95,27 @@ static int rows_equal(qt_type ty, int T, int n_th, uint64_t *seed)
             act.quantize(xf + (size_t)t * K, (uint8_t *)scratch + (size_t)t * act.row_bytes, K);
         for (int j = 0; j < 3; j++) memset(y[j], 0xff, sizeof(float) * R[j] * T);
         const gl_tensor *wp[] = {&w[0], &w[1], &w[2]};
+        gl_prefetch pf[16] = {{0}};
         #pragma omp parallel num_threads(n_th)
-        gl_matmul_rows(3, wp, y, scratch, act.row_bytes, T);
+        {
+            if (omp_get_thread_num() < 16) pf[omp_get_thread_num()] = gl_matmul_rows_next(3, wp, T);
+            gl_matmul_rows(3, wp, y, scratch, act.row_bytes, T);
+        }
         ok = 1;
+        /* what a thread prefetches for its first rows: the first thread's
+         * are the first weight's first rows; every range lies in one
+         * weight, and no two threads start at the same rows */
+        ok &= pf[0].p == w[0].data;
+        for (int i = 0; i < n_th && i < 16; i++) {
+            if (!pf[i].p) continue;
+            int in = 0;
+            for (int j = 0; j < 3; j++) {
+                const char *d = w[j].data;
+                in |= (const char *)pf[i].p >= d && (const char *)pf[i].p + pf[i].n <= d + w[j].row_bytes * R[j];
+            }
+            ok &= in && pf[i].n > 0;
+            for (int k = 0; k < i; k++) ok &= pf[k].p != pf[i].p;
+        }
         for (int j = 0; j < 3; j++) ok &= !memcmp(y[j], ye[j], sizeof(float) * R[j] * T);
     }
     for (int j = 0; j < 3; j++) {
