@@ -26,7 +26,7 @@ struct gl_promoter {
     size_t n;
     atomic_bool stop;
     atomic_bool started; /* gl_promote_go ran */
-    atomic_bool running; /* and its thread exists, to be joined */
+    atomic_bool running; /* and its thread exists, not joined yet */
 };
 
 static void *promote(void *arg)
@@ -66,10 +66,21 @@ void gl_promote_go(gl_promoter *pr)
     if (pthread_create(&pr->thread, NULL, promote, pr) == 0) atomic_store(&pr->running, true);
 }
 
+/* Joins the thread if it exists and was not joined yet. */
+static void join(gl_promoter *pr)
+{
+    if (atomic_exchange(&pr->running, false)) pthread_join(pr->thread, NULL);
+}
+
+void gl_promote_wait(gl_promoter *pr)
+{
+    if (pr) join(pr);
+}
+
 void gl_promote_stop(gl_promoter *pr)
 {
     if (!pr) return;
     atomic_store(&pr->stop, true);
-    if (atomic_load(&pr->running)) pthread_join(pr->thread, NULL);
+    join(pr);
     free(pr);
 }

@@ -27,6 +27,11 @@ gl_promoter *gl_promote_new(void *p, size_t n);
  * of the rest of the load (0.4-1.3 s where the load took 0.3 s alone).
  * If no thread can start, the pages stay small. */
 void gl_promote_go(gl_promoter *pr);
+/* Waits until the thread has been through all of the memory; returns at
+ * once if it never started (NULL is fine).  For a benchmark, which times
+ * the steady state after its warm-up, as llama-bench does after its load
+ * repacks the weights. */
+void gl_promote_wait(gl_promoter *pr);
 /* Stops the thread at its next step (one huge page), waits for it and
  * frees pr; NULL is fine.  Call before the memory is freed. */
 void gl_promote_stop(gl_promoter *pr);

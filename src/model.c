@@ -419,6 +419,11 @@ fail:
     return rc;
 }
 
+void qlm_model_settle(qlm_model *m)
+{
+    if (m) gl_promote_wait(m->x16_promoter);
+}
+
 void qlm_model_free(qlm_model *m)
 {
     if (!m) return;

@@ -94,6 +94,10 @@ int qlm_model_load(qlm_model **out, const char *path, qlm_err *err);
 /* The same with the load mode of --mmap / --no-mmap / --mlock. */
 int qlm_model_load_mode(qlm_model **out, const char *path, gguf_load_mode mode, qlm_err *err);
 void qlm_model_free(qlm_model *m);
+/* Waits for the work the model goes on with in the background after its
+ * first forward pass (moving the x16 weights into huge pages,
+ * ggml-lite/promote.h): for benchmarks, which time the steady state. */
+void qlm_model_settle(qlm_model *m);
 
 typedef struct qlm_batch {
     int n;

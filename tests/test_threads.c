@@ -227,11 +227,11 @@ int main(void)
     TEST_END();
     /* The huge-page promoter: contents unchanged whatever it did, started
      * once however often asked, stopped whether or not it started (and
-     * mid-way), NULL accepted everywhere. */
+     * mid-way) or was waited for, NULL accepted everywhere. */
     TEST_BEGIN("promoter_keeps_contents");
     {
         const size_t n = (size_t)24 << 20;
-        for (int variant = 0; variant < 3; variant++) {
+        for (int variant = 0; variant < 5; variant++) {
             uint32_t *p = gl_promotable_alloc(n);
             CHECK(p != NULL, "gl_promotable_alloc");
             if (!p) break;
@@ -243,6 +243,14 @@ int main(void)
                 gl_promote_go(pr);
             }
             if (variant == 2) usleep(50 * 1000); /* let it collapse some */
+            /* waited for (qlm_model_settle): before it started (returns
+             * at once), after it ran through, and twice */
+            if (variant == 4) gl_promote_wait(pr);
+            if (variant >= 3) {
+                gl_promote_go(pr);
+                gl_promote_wait(pr);
+                gl_promote_wait(pr);
+            }
             gl_promote_stop(pr);
             size_t bad = 0;
             for (size_t i = 0; i < n / 4; i++) bad += p[i] != (uint32_t)(i * 2654435761u);
@@ -251,6 +259,7 @@ int main(void)
         }
         CHECK(gl_promote_new(NULL, n) == NULL, "nothing to promote");
         gl_promote_go(NULL);
+        gl_promote_wait(NULL);
         gl_promote_stop(NULL);
     }
     TEST_END();

@@ -222,6 +222,11 @@ int qlm_cmd_bench(int argc, char **argv)
                 double sum = 0, sum2 = 0;
                 if (fill_depth(c, m, o.depth, &rng, &err)) { rc = err.code; break; }
                 if (run_once(c, m, n, kind == 0, o.depth, &rng, &err) < 0) { rc = err.code; break; } /* warm-up */
+                /* what the model still does in the background after its
+                 * first pass (huge pages) finishes before the timed runs:
+                 * they measure the steady state, as llama-bench's do after
+                 * its load has repacked the weights */
+                qlm_model_settle(m);
                 for (int r = 0; r < o.reps; r++) {
                     const double ms = run_once(c, m, n, kind == 0, o.depth, &rng, &err);
                     if (ms < 0) { rc = err.code; break; }
