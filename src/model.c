@@ -324,7 +324,7 @@ static int weight_list(qlm_model *m, gl_tensor **w)
 }
 
 /* Gives the pages of [p, p + n) in the file mapping back: their bytes now
- * live in the x16 copy, and RSS should count them once. */
+ * live in the model's copy, and RSS should count them once. */
 static void release_mapped(const void *p, size_t n)
 {
     const uintptr_t page = 4096, a = ((uintptr_t)p + page - 1) & ~(page - 1),
@@ -332,38 +332,62 @@ static void release_mapped(const void *p, size_t n)
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-/* The x16 layout (ggml-lite/layout.h) for every matrix that has one on
- * this CPU: in place in --no-mmap's copy; from a file mapping into one
- * allocation, whose pages replace the mapping's and which a thread then
- * moves into huge pages (ggml-lite/promote.h); never under
- * --mlock (the locked mapping is what was asked for).  QLM_X16=0 turns it
- * off, to compare. */
+/* The bytes of t's rows, by the OpenMP threads, into dst. */
+static void copy_rows(gl_tensor *t, uint8_t *dst)
+{
+    const size_t n = (size_t)t->ne[1] * t->row_bytes, piece = (size_t)1 << 20;
+    const uint8_t *src = t->data;
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (size_t i = 0; i < n; i += piece) memcpy(dst + i, src + i, n - i < piece ? n - i : piece);
+    t->data = dst;
+}
+
+/* The matrices every token streams (not the embedding table, whose rows
+ * are read a few at a time) in memory of the model's own: from a file
+ * mapping, into one allocation whose pages replace the mapping's (RSS
+ * counts them once), and which a thread then moves into huge pages after
+ * the first forward pass (ggml-lite/promote.h).  Decoding reads them
+ * faster from 2 MB pages, and a mapped file sits in them only where the
+ * page cache happens to hold it in large folios: tg128 with 2 threads,
+ * copied (--no-mmap) against mapped, alternated, tl-q4_k_m 43.7-44.8
+ * against 37.8-38.6 t/s, tl-q8_0 25.0-25.5 against 22.7-23.0, tl-q6_k
+ * 32.6 against 29.8-30.3.  Each matrix with an x16 layout on this CPU
+ * (ggml-lite/layout.h) takes it on the way, and in place in --no-mmap's
+ * copy, which is in huge pages already.  Never under --mlock (the locked
+ * mapping is what was asked for).  QLM_X16=0 keeps the row layout,
+ * QLM_COPY=0 the mapping, to compare. */
 static int relayout(qlm_model *m, qlm_err *err)
 {
-    const char *env = getenv("QLM_X16");
-    if ((env && !strcmp(env, "0")) || m->gguf->locked) return QLM_OK;
+    const char *x16_env = getenv("QLM_X16"), *copy_env = getenv("QLM_COPY");
+    const bool x16 = !(x16_env && !strcmp(x16_env, "0")), in_place = m->gguf->owned,
+               copy = m->gguf->mapped && !in_place && !(copy_env && !strcmp(copy_env, "0"));
+    if (m->gguf->locked || (!x16 && !copy)) return QLM_OK;
     gl_tensor **w = malloc(sizeof *w * (7 * (size_t)m->hp.n_layer + 1));
     if (!w) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
     const int n = weight_list(m, w);
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        if (gl_x16_wanted(w[i])) total += ((size_t)w[i]->ne[1] * w[i]->row_bytes + 63) & ~(size_t)63;
-    const bool in_place = m->gguf->owned;
+        if (w[i]->data && ((x16 && gl_x16_wanted(w[i])) || copy))
+            total += ((size_t)w[i]->ne[1] * w[i]->row_bytes + 63) & ~(size_t)63;
     if (total && !in_place && !(m->x16 = gl_promotable_alloc(total))) {
         free(w);
-        return qlm_fail(err, QLM_ERUNTIME, "out of memory for %zu MiB of interleaved weights", total >> 20);
+        return qlm_fail(err, QLM_ERUNTIME, "out of memory for %zu MiB of weights", total >> 20);
     }
     m->x16_bytes = in_place ? 0 : total;
     size_t at = 0;
     for (int i = 0; i < n && total; i++) {
-        if (!gl_x16_wanted(w[i])) continue;
+        const bool layout = x16 && gl_x16_wanted(w[i]);
+        if (!w[i]->data || !(layout || copy)) continue;
         const void *old = w[i]->data;
         const size_t bytes = (size_t)w[i]->ne[1] * w[i]->row_bytes;
-        if (gl_x16_relayout(w[i], in_place ? (void *)old : m->x16 + at)) {
+        uint8_t *dst = in_place ? (uint8_t *)old : m->x16 + at;
+        if (!layout) {
+            copy_rows(w[i], dst);
+        } else if (gl_x16_relayout(w[i], dst)) {
             free(w);
             return qlm_fail(err, QLM_ERUNTIME, "out of memory interleaving weights");
         }
-        if (m->gguf->mapped) release_mapped(old, bytes);
+        if (m->gguf->mapped && !in_place) release_mapped(old, bytes);
         at += (bytes + 63) & ~(size_t)63;
     }
     free(w);

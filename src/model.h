@@ -83,7 +83,7 @@ typedef struct qlm_model {
     const float *rope_long, *rope_short; /* [n_rot/2] longrope factors or NULL:
                                             long when n_ctx > n_ctx_orig */
     qlm_layer *layers;        /* [n_layer] */
-    uint8_t *x16;             /* the weights moved to the x16 layout, or NULL */
+    uint8_t *x16;             /* the streamed weights copied (x16 layout where it applies), or NULL */
     size_t x16_bytes;
     struct gl_promoter *x16_promoter; /* moving them into huge pages */
 } qlm_model;

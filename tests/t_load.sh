@@ -16,6 +16,16 @@ for mode in --mmap --no-mmap --mlock; do
     if [ $rc = 0 ] && [ -s "$tmp/out" ] && cmp -s "$tmp/default" "$tmp/out"; then pass "load$mode"
     else fail "load$mode" "rc=$rc $(head -c 200 "$tmp/err")"; fi
 done
+# From a mapping, the streamed matrices are copied into memory of qlm's
+# own (huge pages later): the text is that of the mapping itself, for the
+# tiny model's types and a K-quant.
+for q in "" q4_k; do
+    f=$M; [ -n "$q" ] && { f="$tmp/$q.gguf"; $QLM quantize "$M" "$f" $q >/dev/null 2>&1 || { fail "load_copy_$q" "cannot quantize"; continue; }; }
+    QLM_COPY=0 $QLM run -m "$f" -p "hello" -n 12 --temp 0 >"$tmp/mapped" 2>/dev/null
+    $QLM run -m "$f" -p "hello" -n 12 --temp 0 >"$tmp/out" 2>"$tmp/err"; rc=$?
+    if [ $rc = 0 ] && [ -s "$tmp/out" ] && cmp -s "$tmp/mapped" "$tmp/out"; then pass "load_copy${q:+_$q}"
+    else fail "load_copy${q:+_$q}" "rc=$rc $(head -c 200 "$tmp/err")"; fi
+done
 
 # Q4_0 matrices are moved to the x16 layout at load where the CPU has its
 # kernels (copied out of a mapping, in place in --no-mmap's copy, not under
