@@ -205,7 +205,7 @@ static void rows_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, si
                      aux_row);
         return;
     }
-    if (tr->vec_dot_tile) {
+    if (tr->vec_dot_tile && !(n_tokens == 1 && w->huge && tr->one_row_streams)) {
         tr->vec_dot_tile((int)w->ne[0], &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
                          n_tokens);
         return;

@@ -4,6 +4,7 @@
 #ifndef QLM_GL_TENSOR_H
 #define QLM_GL_TENSOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,10 @@ typedef struct gl_tensor {
     size_t row_bytes;  /* bytes of one ne[0]-long row */
     const void *data;
     gl_layout layout;
+    /* data is memory qlm allocated for it, in 2 MB pages (once promoted:
+     * ggml-lite/promote.h), not a file mapping: for qt_traits'
+     * one_row_streams */
+    bool huge;
 } gl_tensor;
 
 /* Row r (in the X16 layout: the group starting at row r, r % 16 == 0). */

@@ -93,6 +93,8 @@ static void patch_table(void) {
         /* A tile kernel matches its own set's vec_dot only. */
         if (k->vec_dot[t] && table[t].vec_dot == k->vec_dot[t])
             table[t].vec_dot_tile = k->vec_dot_tile[t];
+        table[t].one_row_streams = table[t].vec_dot_tile && (t == QT_Q4_0 || t == QT_Q4_1 || t == QT_Q5_0 ||
+                                                             t == QT_Q5_1 || t == QT_Q8_0);
         if (table[t].from_float && k->from_float[t])
             table[t].from_float = k->from_float[t];
         if (table[t].quantize_act && k->quantize_act[t])

@@ -8,6 +8,7 @@
 #ifndef QLM_QT_TYPES_H
 #define QLM_QT_TYPES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,6 +78,15 @@ typedef struct qt_traits {
     /* Weight types: vec_dot over a tile of rows and columns, the same
      * values; NULL: loop over vec_dot (the ISA set has none). */
     qt_vec_dot_tile_fn vec_dot_tile;
+    /* One token's matmul over weights in 2 MB pages reads faster one row
+     * at a time through vec_dot than through vec_dot_tile's rows in
+     * parallel (the same bits): qlm bench --kernels, avx512-vnni, 2
+     * threads, GB/s: Q8_0 33.1 against 28.1, Q5_0 24.5 / 22.2, Q4_1
+     * 26.1 / 25.1; in tl-q8_0, tg128 27.7-27.9 against 25.6-26.0 t/s.
+     * Over 4 KB pages the tile's several streams are faster (Q8_0 decode
+     * 20% slower row by row), so the caller knows which (gl_tensor.huge).
+     * The K-quants' tiles stay faster either way. */
+    bool one_row_streams;
 } qt_traits;
 
 /* Row for a type id, or NULL if the id is outside the table or unused.

@@ -382,10 +382,12 @@ static int relayout(qlm_model *m, qlm_err *err)
     const char *x16_env = getenv("QLM_X16"), *copy_env = getenv("QLM_COPY");
     const bool x16 = !(x16_env && !strcmp(x16_env, "0")), in_place = m->gguf->owned,
                copy = m->gguf->mapped && !in_place && !(copy_env && !strcmp(copy_env, "0"));
-    if (m->gguf->locked || (!x16 && !copy)) return QLM_OK;
+    if (m->gguf->locked) return QLM_OK;
     gl_tensor **w = malloc(sizeof *w * (7 * (size_t)m->hp.n_layer + 1));
     if (!w) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
     const int n = weight_list(m, w);
+    /* --no-mmap's copy asked for huge pages (gl_stream_alloc) */
+    for (int i = 0; i < n && in_place; i++) w[i]->huge = true;
     size_t total = 0;
     for (int i = 0; i < n; i++)
         if (w[i]->data && ((x16 && gl_x16_wanted(w[i])) || copy))
@@ -409,6 +411,7 @@ static int relayout(qlm_model *m, qlm_err *err)
             free(w);
             return qlm_fail(err, QLM_ERUNTIME, "out of memory interleaving weights");
         }
+        w[i]->huge = true;
         if (m->gguf->mapped && !in_place) release_mapped(old, bytes);
         at += (bytes + 63) & ~(size_t)63;
     }

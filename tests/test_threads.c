@@ -63,7 +63,7 @@ static long rounds(gl_barrier *b, int n)
 /* Three weights of type ty (rows R[]) times T columns: gl_matmul_rows
  * in a team of n_th against gl_matmul_each per weight.  Returns 1 if
  * equal, 0 if not, -1 if the type has no plain path here. */
-static int rows_equal(qt_type ty, int T, int n_th, uint64_t *seed)
+static int rows_equal(qt_type ty, int T, int n_th, bool huge, uint64_t *seed)
 {
     const qt_traits *tr = qt_get(ty);
     const int64_t K = 256, R[3] = {1000, 300, 70};
@@ -76,7 +76,7 @@ static int rows_equal(qt_type ty, int T, int n_th, uint64_t *seed)
     for (int64_t i = 0; i < K * T; i++) xf[i] = frand(seed);
     bool plain = true;
     for (int j = 0; j < 3; j++) {
-        w[j] = (gl_tensor){.type = ty, .ne = {K, R[j], 1, 1}, .row_bytes = qt_row_size(ty, K)};
+        w[j] = (gl_tensor){.type = ty, .ne = {K, R[j], 1, 1}, .row_bytes = qt_row_size(ty, K), .huge = huge};
         for (int64_t i = 0; i < K * R[j]; i++) wf[i] = frand(seed);
         wq[j] = test_xmalloc(w[j].row_bytes * R[j]);
         tr->from_float(wf, wq[j], K * R[j]);
@@ -217,11 +217,12 @@ int main(void)
         int checked = 0;
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
             for (int T = 1; T <= 8; T += 7)
-                for (int n_th = 2; n_th <= 3; n_th++) {
-                    const int r = rows_equal(types[i], T, n_th, &seed);
-                    CHECK(r != 0, "%s T=%d threads=%d differs", qt_get(types[i])->name, T, n_th);
-                    checked += r > 0;
-                }
+                for (int n_th = 2; n_th <= 3; n_th++)
+                    for (int huge = 0; huge < 2; huge++) { /* tile, or row by row (one_row_streams) */
+                        const int r = rows_equal(types[i], T, n_th, huge, &seed);
+                        CHECK(r != 0, "%s T=%d threads=%d huge=%d differs", qt_get(types[i])->name, T, n_th, huge);
+                        checked += r > 0;
+                    }
         CHECK(checked >= 8, "only %d cases took the plain path", checked);
     }
     TEST_END();

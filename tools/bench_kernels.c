@@ -79,7 +79,8 @@ static double time_matmul(qt_type type, gl_layout layout, const uint8_t *w, size
         const double t0 = now_s();
         for (int m = 0; m < n_mat; m++) {
             const gl_tensor t = {.type = type, .ne = {KB_N, KB_N, 1, 1}, .row_bytes = row_bytes,
-                                 .data = w + (size_t)m * mat_bytes, .layout = layout};
+                                 .data = w + (size_t)m * mat_bytes, .layout = layout,
+                                 .huge = true}; /* gl_stream_alloc, as a model's copy */
             if (gl_matmul(&t, x, y, 1, scratch)) return -1;
         }
         const double gbs = (double)mat_bytes * n_mat / (now_s() - t0) / 1e9;
@@ -219,9 +220,9 @@ int qlm_bench_kernels(int argc, char **argv)
             void *scratch = malloc(gl_matmul_scratch(&t, 1));
             double gbs = scratch ? time_matmul((qt_type)ty, GL_LAYOUT_ROWS, w, row_bytes, n_mat, x, y, scratch, reps)
                                  : -1;
-            const char *path = qt_repack_applies((qt_type)ty, KB_N) ? "repacked gemv"
-                               : tr->vec_dot_tile                   ? "vec_dot tile"
-                                                                    : "vec_dot";
+            const char *path = qt_repack_applies((qt_type)ty, KB_N)     ? "repacked gemv"
+                               : tr->vec_dot_tile && !tr->one_row_streams ? "vec_dot tile"
+                                                                        : "vec_dot";
             printf(" decode (%s, %s): %.1f (%.0f%%)", path, qt_isa_name(), gbs, bw > 0 ? 100 * gbs / bw : 0);
             /* and where a model interleaves the type at load, that layout */
             if (scratch && gl_x16_wanted(&t)) {
@@ -243,8 +244,9 @@ int qlm_bench_kernels(int argc, char **argv)
     printf("\n\"=\": this level has no kernel of its own for the type and runs the scalar reference.\n"
            "decode: what a model runs for one token (gl_matmul, active level): llama.cpp's repacked\n"
            "gemv for the types it repacks, else vec_dot's order (through the tile kernel where the\n"
-           "level has one); x16 layout: the same gemv over weights interleaved as a model's are at\n"
-           "load (Q4_0, IQ4_NL).\n");
+           "level has one, except for the legacy types, which stream faster row by row over the 2 MB\n"
+           "pages a model's copy sits in); x16 layout: the same gemv over weights interleaved as a\n"
+           "model's are at load (Q4_0, IQ4_NL).\n");
     free(x); free(y); free(wf);
     return rc;
 }
