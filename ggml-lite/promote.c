@@ -27,6 +27,7 @@ struct gl_promoter {
     atomic_bool stop;
     atomic_bool started; /* gl_promote_go ran */
     atomic_bool running; /* and its thread exists, not joined yet */
+    atomic_bool done;    /* every step collapsed */
 };
 
 static void *promote(void *arg)
@@ -38,12 +39,17 @@ static void *promote(void *arg)
     /* whole 2 MB pages only: a partial one cannot be collapsed */
     uintptr_t a = ((uintptr_t)pr->p + HUGE - 1) & ~(uintptr_t)(HUGE - 1);
     const uintptr_t end = ((uintptr_t)pr->p + pr->n) & ~(uintptr_t)(HUGE - 1);
+    bool all = true;
     for (; a < end && !atomic_load_explicit(&pr->stop, memory_order_relaxed); a += STEP) {
         const size_t len = end - a < STEP ? end - a : STEP;
         /* EINVAL/ENOSYS: a kernel without it; stop.  EAGAIN/ENOMEM (no
          * huge page free just now): leave this step small, go on. */
-        if (madvise((void *)a, len, MADV_COLLAPSE) != 0 && (errno == EINVAL || errno == ENOSYS)) break;
+        if (madvise((void *)a, len, MADV_COLLAPSE) != 0) {
+            all = false;
+            if (errno == EINVAL || errno == ENOSYS) break;
+        }
     }
+    if (all && a >= end) atomic_store_explicit(&pr->done, true, memory_order_relaxed);
     return NULL;
 }
 
@@ -57,6 +63,7 @@ gl_promoter *gl_promote_new(void *p, size_t n)
     atomic_init(&pr->stop, false);
     atomic_init(&pr->started, false);
     atomic_init(&pr->running, false);
+    atomic_init(&pr->done, false);
     return pr;
 }
 
@@ -70,6 +77,11 @@ void gl_promote_go(gl_promoter *pr)
 static void join(gl_promoter *pr)
 {
     if (atomic_exchange(&pr->running, false)) pthread_join(pr->thread, NULL);
+}
+
+const atomic_bool *gl_promote_flag(const gl_promoter *pr)
+{
+    return pr ? &pr->done : NULL;
 }
 
 void gl_promote_wait(gl_promoter *pr)

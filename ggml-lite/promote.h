@@ -13,6 +13,7 @@
 #ifndef QLM_GL_PROMOTE_H
 #define QLM_GL_PROMOTE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 /* The memory: gl_promotable_alloc (ggml-lite/arena.h). */
@@ -32,6 +33,9 @@ void gl_promote_go(gl_promoter *pr);
  * the steady state after its warm-up, as llama-bench does after its load
  * repacks the weights. */
 void gl_promote_wait(gl_promoter *pr);
+/* A flag that reads true once the thread has moved all of the memory
+ * into huge pages (for gl_tensor.huge); valid while pr is. */
+const atomic_bool *gl_promote_flag(const gl_promoter *pr);
 /* Stops the thread at its next step (one huge page), waits for it and
  * frees pr; NULL is fine.  Call before the memory is freed. */
 void gl_promote_stop(gl_promoter *pr);

@@ -4,6 +4,7 @@
 #ifndef QLM_GL_TENSOR_H
 #define QLM_GL_TENSOR_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,11 +22,18 @@ typedef struct gl_tensor {
     size_t row_bytes;  /* bytes of one ne[0]-long row */
     const void *data;
     gl_layout layout;
-    /* data is memory qlm allocated for it, in 2 MB pages (once promoted:
-     * ggml-lite/promote.h), not a file mapping: for qt_traits'
-     * one_row_streams */
-    bool huge;
+    /* For qt_traits' one_row_streams: NULL where data is a file mapping
+     * (its pages are 4 KB where the page cache holds small folios); else
+     * a flag that reads true once data sits in 2 MB pages (set by the
+     * thread that moves a model's copy into them, ggml-lite/promote.h).
+     * Either path gives the same bits, so a matmul may see it change. */
+    const atomic_bool *huge;
 } gl_tensor;
+
+static inline bool gl_tensor_huge(const gl_tensor *t)
+{
+    return t->huge && atomic_load_explicit(t->huge, memory_order_relaxed);
+}
 
 /* Row r (in the X16 layout: the group starting at row r, r % 16 == 0). */
 static inline const void *gl_row(const gl_tensor *t, int64_t r)

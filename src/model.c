@@ -387,7 +387,8 @@ static int relayout(qlm_model *m, qlm_err *err)
     if (!w) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
     const int n = weight_list(m, w);
     /* --no-mmap's copy asked for huge pages (gl_stream_alloc) */
-    for (int i = 0; i < n && in_place; i++) w[i]->huge = true;
+    atomic_store(&m->owned_huge, true);
+    for (int i = 0; i < n && in_place; i++) w[i]->huge = &m->owned_huge;
     size_t total = 0;
     for (int i = 0; i < n; i++)
         if (w[i]->data && ((x16 && gl_x16_wanted(w[i])) || copy))
@@ -411,12 +412,15 @@ static int relayout(qlm_model *m, qlm_err *err)
             free(w);
             return qlm_fail(err, QLM_ERUNTIME, "out of memory interleaving weights");
         }
-        w[i]->huge = true;
         if (m->gguf->mapped && !in_place) release_mapped(old, bytes);
         at += (bytes + 63) & ~(size_t)63;
     }
-    free(w);
+    /* the copy reads as 2 MB pages once the promoter has moved all of it */
     m->x16_promoter = gl_promote_new(m->x16, m->x16_bytes);
+    for (int i = 0; i < n && !in_place; i++)
+        if ((const uint8_t *)w[i]->data >= m->x16 && (const uint8_t *)w[i]->data < m->x16 + m->x16_bytes)
+            w[i]->huge = gl_promote_flag(m->x16_promoter);
+    free(w);
     return QLM_OK;
 }
 

@@ -86,6 +86,7 @@ typedef struct qlm_model {
     uint8_t *x16;             /* the streamed weights copied (x16 layout where it applies), or NULL */
     size_t x16_bytes;
     struct gl_promoter *x16_promoter; /* moving them into huge pages */
+    atomic_bool owned_huge;           /* true: --no-mmap's copy, in huge pages from the start */
 } qlm_model;
 
 /* Opens, validates (every tensor present with the right shape and a

@@ -65,8 +65,9 @@ static long rounds(gl_barrier *b, int n)
  * equal, 0 if not, -1 if the type has no plain path here. */
 static int rows_equal(qt_type ty, int T, int n_th, bool huge, uint64_t *seed)
 {
+    static atomic_bool yes = true;
     const qt_traits *tr = qt_get(ty);
-    const int64_t K = 256, R[3] = {1000, 300, 70};
+    const int64_t K = 2048, R[3] = {1000, 300, 70}; /* Q8_0 rows of 2176 bytes: one_row_streams applies */
     gl_tensor w[3];
     gl_act act;
     void *wq[3];
@@ -76,7 +77,7 @@ static int rows_equal(qt_type ty, int T, int n_th, bool huge, uint64_t *seed)
     for (int64_t i = 0; i < K * T; i++) xf[i] = frand(seed);
     bool plain = true;
     for (int j = 0; j < 3; j++) {
-        w[j] = (gl_tensor){.type = ty, .ne = {K, R[j], 1, 1}, .row_bytes = qt_row_size(ty, K), .huge = huge};
+        w[j] = (gl_tensor){.type = ty, .ne = {K, R[j], 1, 1}, .row_bytes = qt_row_size(ty, K), .huge = huge ? &yes : NULL};
         for (int64_t i = 0; i < K * R[j]; i++) wf[i] = frand(seed);
         wq[j] = test_xmalloc(w[j].row_bytes * R[j]);
         tr->from_float(wf, wq[j], K * R[j]);
