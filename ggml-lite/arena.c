@@ -1,5 +1,6 @@
 #include "ggml-lite/arena.h"
 
+#include <stdio.h>
 #include <sys/mman.h>
 
 /* n bytes of private anonymous memory (zeroed), or NULL. */
@@ -43,4 +44,16 @@ void *gl_promotable_alloc(size_t n)
 void gl_arena_free(void *p, size_t n)
 {
     if (p) munmap(p, n);
+}
+
+size_t gl_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[128];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (size_t)kb * 1024;
 }

@@ -21,5 +21,9 @@ void *gl_stream_alloc(size_t n);
 void *gl_promotable_alloc(size_t n);
 /* Frees any of these. */
 void gl_arena_free(void *p, size_t n);
+/* Bytes the system could hand out without swapping (Linux's
+ * MemAvailable: free memory plus the page cache it can drop), or 0 where
+ * unknown. */
+size_t gl_mem_available(void);
 
 #endif

@@ -380,8 +380,8 @@ static void copy_rows(gl_tensor *t, uint8_t *dst)
 static int relayout(qlm_model *m, qlm_err *err)
 {
     const char *x16_env = getenv("QLM_X16"), *copy_env = getenv("QLM_COPY");
-    const bool x16 = !(x16_env && !strcmp(x16_env, "0")), in_place = m->gguf->owned,
-               copy = m->gguf->mapped && !in_place && !(copy_env && !strcmp(copy_env, "0"));
+    const bool x16 = !(x16_env && !strcmp(x16_env, "0")), in_place = m->gguf->owned;
+    bool copy = m->gguf->mapped && !in_place && !(copy_env && !strcmp(copy_env, "0"));
     if (m->gguf->locked) return QLM_OK;
     gl_tensor **w = malloc(sizeof *w * (7 * (size_t)m->hp.n_layer + 1));
     if (!w) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
@@ -389,7 +389,14 @@ static int relayout(qlm_model *m, qlm_err *err)
     /* --no-mmap's copy asked for huge pages (gl_stream_alloc) */
     atomic_store(&m->owned_huge, true);
     for (int i = 0; i < n && in_place; i++) w[i]->huge = &m->owned_huge;
-    size_t total = 0;
+    size_t total = 0, streamed = 0;
+    for (int i = 0; i < n; i++)
+        streamed += w[i]->data ? (size_t)w[i]->ne[1] * w[i]->row_bytes : 0;
+    /* The copy sits in memory beside the file's page cache: a model that
+     * needs a good part of what the system has keeps its mapping, which
+     * the page cache can hold or drop as memory runs short. */
+    const size_t avail = gl_mem_available();
+    if (copy && avail && streamed > avail / 2) copy = false;
     for (int i = 0; i < n; i++)
         if (w[i]->data && ((x16 && gl_x16_wanted(w[i])) || copy))
             total += ((size_t)w[i]->ne[1] * w[i]->row_bytes + 63) & ~(size_t)63;
