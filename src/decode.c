@@ -882,7 +882,7 @@ int qlm_decode(qlm_ctx *c, const qlm_batch *b, qlm_err *err)
         int rc = forward(c, b, off, T, err);
         if (rc) return rc;
     }
-    gl_promote_go(c->m->x16_promoter); /* ggml-lite/promote.h says why here */
+    gl_promote_go(c->m->promoter); /* ggml-lite/promote.h says why here */
     return QLM_OK;
 }
 

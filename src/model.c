@@ -377,7 +377,7 @@ static void copy_rows(gl_tensor *t, uint8_t *dst)
  * copy, which is in huge pages already.  Never under --mlock (the locked
  * mapping is what was asked for).  QLM_X16=0 keeps the row layout,
  * QLM_COPY=0 the mapping, to compare. */
-static int relayout(qlm_model *m, qlm_err *err)
+static int own_weights(qlm_model *m, qlm_err *err)
 {
     const char *x16_env = getenv("QLM_X16"), *copy_env = getenv("QLM_COPY");
     const bool x16 = !(x16_env && !strcmp(x16_env, "0")), in_place = m->gguf->owned;
@@ -387,7 +387,7 @@ static int relayout(qlm_model *m, qlm_err *err)
     if (!w) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
     const int n = weight_list(m, w);
     /* --no-mmap's copy asked for huge pages (gl_stream_alloc) */
-    atomic_store(&m->owned_huge, true);
+    atomic_store(&m->owned_huge, in_place);
     for (int i = 0; i < n && in_place; i++) w[i]->huge = &m->owned_huge;
     size_t total = 0, streamed = 0;
     for (int i = 0; i < n; i++)
@@ -400,19 +400,19 @@ static int relayout(qlm_model *m, qlm_err *err)
     for (int i = 0; i < n; i++)
         if (w[i]->data && ((x16 && gl_x16_wanted(w[i])) || copy))
             total += ((size_t)w[i]->ne[1] * w[i]->row_bytes + 63) & ~(size_t)63;
-    if (total && !in_place && !(m->x16 = gl_promotable_alloc(total))) {
+    if (total && !in_place && !(m->own = gl_promotable_alloc(total))) {
         free(w);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory for %zu MiB of weights", total >> 20);
     }
-    m->x16_bytes = in_place ? 0 : total;
-    populate(m->x16, m->x16_bytes);
+    m->own_bytes = in_place ? 0 : total;
+    populate(m->own, m->own_bytes);
     size_t at = 0;
     for (int i = 0; i < n && total; i++) {
         const bool layout = x16 && gl_x16_wanted(w[i]);
         if (!w[i]->data || !(layout || copy)) continue;
         const void *old = w[i]->data;
         const size_t bytes = (size_t)w[i]->ne[1] * w[i]->row_bytes;
-        uint8_t *dst = in_place ? (uint8_t *)old : m->x16 + at;
+        uint8_t *dst = in_place ? (uint8_t *)old : m->own + at;
         if (!layout) {
             copy_rows(w[i], dst);
         } else if (gl_x16_relayout(w[i], dst)) {
@@ -423,10 +423,10 @@ static int relayout(qlm_model *m, qlm_err *err)
         at += (bytes + 63) & ~(size_t)63;
     }
     /* the copy reads as 2 MB pages once the promoter has moved all of it */
-    m->x16_promoter = gl_promote_new(m->x16, m->x16_bytes);
-    for (int i = 0; i < n && !in_place; i++)
-        if ((const uint8_t *)w[i]->data >= m->x16 && (const uint8_t *)w[i]->data < m->x16 + m->x16_bytes)
-            w[i]->huge = gl_promote_flag(m->x16_promoter);
+    m->promoter = gl_promote_new(m->own, m->own_bytes);
+    for (int i = 0; i < n && m->own; i++)
+        if ((const uint8_t *)w[i]->data >= m->own && (const uint8_t *)w[i]->data < m->own + m->own_bytes)
+            w[i]->huge = gl_promote_flag(m->promoter);
     free(w);
     return QLM_OK;
 }
@@ -459,7 +459,7 @@ int qlm_model_load_mode(qlm_model **out, const char *path, gguf_load_mode mode, 
     gguf_str name;
     m->name = gguf_get_str(m->gguf, "general.name", &name) ? gguf_str_dup(name) : strdup(path);
     if ((rc = load_hparams(m, arch_name, err)) || (rc = load_tensors(m, err)) ||
-        (rc = load_swa(m, arch_name, err)) || (rc = relayout(m, err)) ||
+        (rc = load_swa(m, arch_name, err)) || (rc = own_weights(m, err)) ||
         (rc = qlm_vocab_load(&m->vocab, m->gguf, err)))
         goto fail;
     if (qlm_vocab_size(m->vocab) > m->hp.n_vocab) {
@@ -481,7 +481,7 @@ fail:
 
 void qlm_model_settle(qlm_model *m)
 {
-    if (m) gl_promote_wait(m->x16_promoter);
+    if (m) gl_promote_wait(m->promoter);
 }
 
 void qlm_model_free(qlm_model *m)
@@ -489,8 +489,8 @@ void qlm_model_free(qlm_model *m)
     if (!m) return;
     if (m->vocab) qlm_vocab_free(m->vocab);
     if (m->gguf) gguf_close(m->gguf);
-    gl_promote_stop(m->x16_promoter);
-    if (m->x16) gl_arena_free(m->x16, m->x16_bytes);
+    gl_promote_stop(m->promoter);
+    if (m->own) gl_arena_free(m->own, m->own_bytes);
     free(m->layers);
     free(m->name);
     free(m);

@@ -83,10 +83,10 @@ typedef struct qlm_model {
     const float *rope_long, *rope_short; /* [n_rot/2] longrope factors or NULL:
                                             long when n_ctx > n_ctx_orig */
     qlm_layer *layers;        /* [n_layer] */
-    uint8_t *x16;             /* the streamed weights copied (x16 layout where it applies), or NULL */
-    size_t x16_bytes;
-    struct gl_promoter *x16_promoter; /* moving them into huge pages */
-    atomic_bool owned_huge;           /* true: --no-mmap's copy, in huge pages from the start */
+    uint8_t *own;             /* the streamed matrices copied out of a mapping (x16 layout where it applies), or NULL */
+    size_t own_bytes;
+    struct gl_promoter *promoter; /* moving them into huge pages */
+    atomic_bool owned_huge;   /* true under --no-mmap: its memory is in huge pages from the start */
 } qlm_model;
 
 /* Opens, validates (every tensor present with the right shape and a
@@ -96,7 +96,7 @@ int qlm_model_load(qlm_model **out, const char *path, qlm_err *err);
 int qlm_model_load_mode(qlm_model **out, const char *path, gguf_load_mode mode, qlm_err *err);
 void qlm_model_free(qlm_model *m);
 /* Waits for the work the model goes on with in the background after its
- * first forward pass (moving the x16 weights into huge pages,
+ * first forward pass (moving its copy of the weights into huge pages,
  * ggml-lite/promote.h): for benchmarks, which time the steady state. */
 void qlm_model_settle(qlm_model *m);
 
