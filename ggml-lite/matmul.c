@@ -330,6 +330,15 @@ static int guided_chunks(int64_t total, int nth, int64_t max_tiles, int64_t star
     return k;
 }
 
+/* Thread th's first tile of total in contiguous shares, as a static `omp
+ * for` deals them, and (n) how many. */
+static int64_t static_share(int64_t total, int64_t nth, int64_t th, int64_t *n)
+{
+    const int64_t q = total / nth, rem = total % nth;
+    *n = q + (th < rem);
+    return th * q + (th < rem ? th : rem);
+}
+
 void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const void *xq, size_t xq_row,
                     int n_tokens)
 {
@@ -358,10 +367,9 @@ void gl_matmul_rows(int n_w, const gl_tensor *const w[], float *const y[], const
             rows_tiles(n_w, w, y, xq, xq_row, aux, n_tokens, start[k], start[k + 1] - start[k], max_tiles);
         return;
     }
-    /* The tiles in contiguous shares, as a static `omp for` deals them. */
-    const int64_t q = total / nth, rem = total % nth;
-    const int64_t g0 = th * q + (th < rem ? th : rem), g1 = g0 + q + (th < rem);
-    rows_tiles(n_w, w, y, xq, xq_row, aux, n_tokens, g0, g1 - g0, max_tiles);
+    int64_t n;
+    const int64_t g0 = static_share(total, nth, th, &n);
+    rows_tiles(n_w, w, y, xq, xq_row, aux, n_tokens, g0, n, max_tiles);
 }
 
 /* The activations of n_tokens rows quantized to xq_row-byte rows.  A few
@@ -546,8 +554,8 @@ gl_prefetch gl_matmul_rows_next(int n_w, const gl_tensor *const w[], int n_token
         if (th >= guided_chunks(total, (int)nth, call_rows(n_tokens) / TILE_ROWS, start)) return (gl_prefetch){0};
         g = start[th];
     } else {
-        const int64_t q = total / nth, rem = total % nth;
-        g = th * q + (th < rem ? th : rem);
+        int64_t n;
+        g = static_share(total, nth, th, &n);
     }
     int i = 0;
     while (i < n_w - 1 && g >= row_tiles(w[i])) g -= row_tiles(w[i++]);
