@@ -129,10 +129,11 @@ else fail template_name_chat "rc=$rc $(head -3 "$tmp/err")"; fi
 if python3 -c 'import jinja2' 2>/dev/null; then python3 tools/check_named_templates.py
 else echo "# template_jinja2_crosscheck skipped: python3 has no jinja2 (pip install jinja2)"; fi
 
-# Ctrl-C while a write to the terminal waits (the terminal stopped
-# reading; the pty's buffer is full): the reply stops and the chat goes
-# on.  Once, such an interrupted write ended the chat with status 0.  A
-# pty of our own, because tmux cannot be told to stop reading.
+# Ctrl-C while a write to the terminal waits (the terminal stopped its
+# output: XOFF, Ctrl-S, which blocks the next write at once however few
+# bytes the reply has): the reply stops and the chat goes on.  Once, such
+# an interrupted write ended the chat with status 0.  A pty of our own,
+# because tmux cannot be told to stop its output.
 python3 - "$tmp" $CHAT -n 100000 -c 32768 --no-history --ignore-eos <<'PY' >"$tmp/py" 2>&1
 import os, pty, select, signal, sys, time
 tmp, argv = sys.argv[1], sys.argv[2:]
@@ -152,7 +153,15 @@ def cpu():   # utime + stime of the whole process
 try:
     assert b">>> " in read_until(b">>> "), "no prompt"
     os.write(fd, b"hello\r")
-    # stop reading until the reply blocks in write: no CPU time for a while
+    # once the reply has begun (the terminal is out of the line editor's
+    # raw mode, so IXON holds again), stop the output; the reply then
+    # blocks in write: no CPU time for a while
+    end_line = b"\x1b[?2004l\r\n"   # the line editor is done with the line
+    out = read_until(end_line)
+    while end_line in out and not out.split(end_line, 1)[1] and select.select([fd], [], [], 60)[0]:
+        out += os.read(fd, 65536)
+    assert end_line in out and out.split(end_line, 1)[1], "no reply: %r" % out[-200:]
+    os.write(fd, b"\x13")
     end, last, still = time.time() + 60, -1, 0
     while still < 3 and time.time() < end:
         time.sleep(0.2)
