@@ -139,8 +139,8 @@ bool qt_repack_applies(qt_type type, int64_t rows);
 const qt_repack_ops *qt_repack_ref(void);
 const qt_repack_ops *qt_repack(void);
 
-/* The wide kernel for this weight type on this CPU (AVX-512 levels only;
- * QLM_ISA caps it), or NULL: then the 8-row set above does all rows. */
+/* The wide kernel for this weight type on this CPU (x86 levels; QLM_ISA
+ * caps it), or NULL: then the 8-row set above does all rows. */
 const qt_rp_wide *qt_repack_wide(qt_type type);
 
 #if defined(__x86_64__)
@@ -148,6 +148,8 @@ extern const qt_repack_ops qt_repack_avx2;
 /* The wide kernels by weight type, without and with AVX512-VNNI. */
 extern const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT];
 extern const qt_rp_wide *const qt_rp_wide_avx512_vnni[QT_COUNT];
+/* The same with AVX2, 16 rows in two halves (quant/x86_avx2_wide.c). */
+extern const qt_rp_wide *const qt_rp_wide_avx2[QT_COUNT];
 /* Their K-quant entries (quant/x86_avx512_repack_k.c). */
 extern const qt_rp_wide qt_rp_wide_q4_K_avx512, qt_rp_wide_q4_K_avx512_vnni;
 extern const qt_rp_wide qt_rp_wide_q2_K_avx512, qt_rp_wide_q2_K_avx512_vnni;

@@ -246,6 +246,7 @@ const qt_rp_wide *qt_repack_wide(qt_type type)
 #if defined(__x86_64__)
     if (qt_isa_active() == QT_ISA_AVX512_VNNI) return qt_rp_wide_avx512_vnni[type];
     if (qt_isa_active() == QT_ISA_AVX512) return qt_rp_wide_avx512[type];
+    if (qt_isa_active() == QT_ISA_AVX2 || qt_isa_active() == QT_ISA_AVX2_VNNI) return qt_rp_wide_avx2[type];
 #endif
     return NULL;
 }

@@ -513,7 +513,8 @@ int main(void) {
         else
             printf("SKIP avx2/repack_%s: CPU lacks AVX2/FMA/F16C\n", qt_get(repacked[i])->name);
         const struct { const char *name; qt_isa isa; const qt_rp_wide *const *table; } wide[] = {
-            {"avx512", QT_ISA_AVX512, qt_rp_wide_avx512}, {"avx512-vnni", QT_ISA_AVX512_VNNI, qt_rp_wide_avx512_vnni}};
+            {"avx2", QT_ISA_AVX2, qt_rp_wide_avx2}, {"avx512", QT_ISA_AVX512, qt_rp_wide_avx512},
+            {"avx512-vnni", QT_ISA_AVX512_VNNI, qt_rp_wide_avx512_vnni}};
         for (size_t j = 0; j < 2; j++) {
             if (!wide[j].table[repacked[i]]) continue;
             if (qt_isa_supported(qt_cpu(), wide[j].isa))

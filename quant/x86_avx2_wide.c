@@ -1,0 +1,562 @@
+/* x86_avx2_wide.c - the wide repack kernels (repack.h) with AVX2: Q4_0
+ * (rows and the x16 layout), Q4_K and Q2_K.
+ *
+ * Compiled with -mavx2 -mfma -mf16c.  The shape is the AVX-512 one
+ * (x86_avx512_repack.c, x86_avx512_repack_k.c): each weight row owns an
+ * int32 lane, so no row's sum is ever spread over lanes and summed back
+ * (the 8-row kernels of x86_avx2_repack*.c spend most of their time on
+ * those horizontal sums and on scalar scale unpacking).  AVX2 has 8 lanes,
+ * so the 16 rows of a call go in two halves of 8.
+ *
+ * Exactness: AVX2 has no vpdpbusd, so vpmaddubsw's int16 pair sums are
+ * added up in int16 before one vpmaddwd widens them; every bound below
+ * keeps that sum below 2^15, so the integer sums are exact and equal the
+ * reference's, and the float work is quant/repack_ref.c's, in its order:
+ *   Q4_0: eight pair sums of nibble (<= 15) times byte (|y| <= 128) per
+ *     block: 8 * 2 * 15 * 128 = 30720.  sum((q - 8) y) = sum(q y) - 8 sum(y)
+ *     with the correction per column block from prep.
+ *   Q4_K: the same eight pair sums per 32-element sub-block; vpmaddwd
+ *     against the sub-block's scale in both int16 halves of each lane then
+ *     gives scale * sum exactly (no vpmulld).
+ *   Q2_K: four pair sums of 2-bit quants per 16-element sub-block (3072),
+ *     times the 4-bit scale the same way.
+ *   Mins (both K types): int16 pairs of mins times pairs of bsums, with
+ *     vpmaddwd. */
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <stdalign.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "repack.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* ---- shared helpers --------------------------------------------------------- */
+
+INLINE __m256i bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* Loads turned into row-per-lane form: v[k] lane r = dword k of the 16
+ * bytes at p + r * stride, for 8 rows.  Rows i and i + 4 share a register
+ * (one per 128-bit lane), then a 4x4 dword transpose inside each lane. */
+INLINE void load8x4(const uint8_t *p, size_t stride, __m256i v[4])
+{
+    __m256i a[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        a[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p + i * stride))),
+                                       _mm_loadu_si128((const __m128i *)(p + (i + 4) * stride)), 1);
+    const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+    v[0] = _mm256_unpacklo_epi64(t0, t2);
+    v[1] = _mm256_unpackhi_epi64(t0, t2);
+    v[2] = _mm256_unpacklo_epi64(t1, t3);
+    v[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* 32 bytes per row: v[k], k < 8. */
+INLINE void load8x8(const uint8_t *p, size_t stride, __m256i v[8])
+{
+    load8x4(p, stride, v);
+    load8x4(p + 16, stride, v + 4);
+}
+
+/* Byte b of each lane, as an int32. */
+INLINE __m256i byte_of(__m256i v, int b)
+{
+    return _mm256_and_si256(_mm256_srli_epi32(v, 8 * b), _mm256_set1_epi32(0xff));
+}
+
+/* Two int32 lanes' low 16 bits as one int16 pair. */
+INLINE __m256i pair16(__m256i lo, __m256i hi)
+{
+    return _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16));
+}
+
+/* The f16 in the low (hi = 0) or high half of each lane, widened exactly. */
+INLINE __m256 halves(__m256i v, int hi)
+{
+    const __m256i w = hi ? _mm256_srli_epi32(v, 16) : _mm256_and_si256(v, _mm256_set1_epi32(0xffff));
+    const __m128i p = _mm_packus_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    return _mm256_cvtph_ps(p);
+}
+
+/* Asks for `bytes` at p + r * stride of 16 rows ahead of use: 16 rows far
+ * apart are more streams than the hardware prefetchers follow. */
+INLINE void prefetch_rows(const uint8_t *p, size_t stride, size_t bytes)
+{
+    for (int r = 0; r < 16; r++)
+        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(p + r * stride + o), _MM_HINT_T0);
+}
+
+/* ---- Q4_0 ------------------------------------------------------------------ */
+
+/* What a column contributes to every row's block b (repack.h, prep). */
+typedef struct col_block {
+    float d;     /* the activation block's scale, widened */
+    int32_t off; /* -8 * sum(y): the integer correction */
+} col_block;
+
+static size_t aux_bytes_q4_0(int n) { return (size_t)(n / QT_QK8_0) * sizeof(col_block); }
+
+static void prep_q4_0(int n, void *aux, const void *vy)
+{
+    const qt_block_q8_0 *y = vy;
+    col_block *a = aux;
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int b = 0; b < n / QT_QK8_0; b++) {
+        /* y ^ 0x80 is y + 128 unsigned, which vpsadbw sums exactly */
+        const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[b].qs), bias),
+                                          _mm256_setzero_si256());
+        const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        const int sum = (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 128 * QT_QK8_0;
+        a[b].d = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(y[b].d)));
+        a[b].off = -8 * sum;
+    }
+}
+
+#define BLOCK 18 /* Q4_0: f16 d, 16 bytes of nibbles (j low, j + 16 high) */
+_Static_assert(sizeof(qt_block_q4_0) == BLOCK, "block layout");
+
+/* One block of 8 rows in row-per-lane form: u[k], u[4 + k] hold elements
+ * 4k..4k+3 and 16+4k..16+4k+3 of each row. */
+INLINE void split_nibbles(const __m256i q[4], __m256i u[8])
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        u[k] = _mm256_and_si256(q[k], m4);
+        u[4 + k] = _mm256_and_si256(_mm256_srli_epi16(q[k], 4), m4);
+    }
+}
+
+INLINE void unpack_rows(const uint8_t *blk, size_t stride, __m256i u[8])
+{
+    __m256i q[4];
+    load8x4(blk + 2, stride, q);
+    split_nibbles(q, u);
+}
+
+/* Half h (rows 8h..8h+7) of block b of an x16 group. */
+INLINE void unpack_x16(const uint8_t *g, int b, int h, __m256i u[8])
+{
+    __m256i q[4];
+    const uint8_t *p = g + qt_x16_quants(b) + 32 * h;
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) q[k] = _mm256_loadu_si256((const __m256i *)(p + 64 * k));
+    split_nibbles(q, u);
+}
+
+INLINE __m256 scales_rows(const uint8_t *blk, size_t stride)
+{
+    alignas(16) uint16_t d[8];
+    for (int r = 0; r < 8; r++) memcpy(&d[r], blk + r * stride, 2);
+    return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)d));
+}
+
+INLINE __m256 scales_x16(const uint8_t *g, int b, int nb, int h)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(g + qt_x16_scales(b, nb) + 16 * h)));
+}
+
+/* The exact integer sum of 8 rows' block against one column's block,
+ * with the offset correction. */
+INLINE __m256i block_sum(const __m256i u[8], const int8_t *yq, int32_t off)
+{
+    __m256i s = _mm256_maddubs_epi16(u[0], bcast4(yq));
+#pragma GCC unroll 8
+    for (int k = 1; k < 8; k++) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(u[k], bcast4(yq + 4 * (k & 3) + 16 * (k >> 2))));
+    return _mm256_add_epi32(_mm256_madd_epi16(s, _mm256_set1_epi16(1)), _mm256_set1_epi32(off));
+}
+
+/* acc + the reference's one multiply and fma for block b of a column. */
+INLINE __m256 block_fma(__m256 acc, const __m256i u[8], __m256 dw, const uint8_t *y, const uint8_t *aux, int b)
+{
+    const qt_block_q8_0 *yb = (const qt_block_q8_0 *)y + b;
+    const col_block *ab = (const col_block *)aux + b;
+    const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(ab->d));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sum(u, yb->qs, ab->off)), d, acc);
+}
+
+/* One column (gemv), both halves from each block's loads. */
+INLINE void gemv_q4_0(int n, float *s, const uint8_t *w, size_t stride, const uint8_t *y, const uint8_t *aux,
+                      const int x16)
+{
+    const int nb = n / QT_QK4_0;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        __m256i u[8];
+        if (x16) {
+            if (b % 2 == 0)
+                for (int o = 0; o < 576; o += 64) _mm_prefetch((const char *)(w + qt_x16_quants(b) + 1024 + o), _MM_HINT_T0);
+            unpack_x16(w, b, 0, u);
+            acc0 = block_fma(acc0, u, scales_x16(w, b, nb, 0), y, aux, b);
+            unpack_x16(w, b, 1, u);
+            acc1 = block_fma(acc1, u, scales_x16(w, b, nb, 1), y, aux, b);
+        } else {
+            const uint8_t *blk = w + (size_t)b * BLOCK;
+            if (b % 4 == 0 && b + 8 < nb) prefetch_rows(blk + 8 * BLOCK, stride, 4 * BLOCK);
+            unpack_rows(blk, stride, u);
+            acc0 = block_fma(acc0, u, scales_rows(blk, stride), y, aux, b);
+            unpack_rows(blk + 8 * stride, stride, u);
+            acc1 = block_fma(acc1, u, scales_rows(blk + 8 * stride, stride), y, aux, b);
+        }
+    }
+    _mm256_storeu_ps(s, acc0);
+    _mm256_storeu_ps(s + 8, acc1);
+}
+
+/* Many columns: PANEL blocks of the 16 rows unpacked once, then every
+ * column against them, NC at a time sharing each quant load. */
+#define PANEL 8
+#define NC 4
+typedef struct panel_q4_0 {
+    __m256i u[PANEL][2][8];
+    __m256 d[PANEL][2];
+} panel_q4_0;
+
+INLINE void columns_q4_0(const panel_q4_0 *p, int np, const int nc, int b, float *s, size_t ldo, const uint8_t *y,
+                         size_t y_stride, const uint8_t *aux, size_t aux_stride)
+{
+    for (int h = 0; h < 2; h++) {
+        __m256 acc[NC];
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) acc[c] = _mm256_loadu_ps(s + c * ldo + 8 * h);
+        for (int i = 0; i < np; i++) {
+            const int8_t *yq[NC];
+            const col_block *ab[NC];
+            __m256i s16[NC];
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) {
+                yq[c] = ((const qt_block_q8_0 *)(y + c * y_stride) + b + i)->qs;
+                ab[c] = (const col_block *)(aux + c * aux_stride) + b + i;
+                s16[c] = _mm256_setzero_si256();
+            }
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const __m256i u = p->u[i][h][k];
+#pragma GCC unroll 4
+                for (int c = 0; c < nc; c++)
+                    s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(u, bcast4(yq[c] + 4 * (k & 3) + 16 * (k >> 2))));
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) {
+                const __m256i is = _mm256_add_epi32(_mm256_madd_epi16(s16[c], _mm256_set1_epi16(1)),
+                                                    _mm256_set1_epi32(ab[c]->off));
+                const __m256 d = _mm256_mul_ps(p->d[i][h], _mm256_set1_ps(ab[c]->d));
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), d, acc[c]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) _mm256_storeu_ps(s + c * ldo + 8 * h, acc[c]);
+    }
+}
+
+/* Q4_0's gemm order is its gemv order, so `gemm` is moot. */
+INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *w, size_t stride, const uint8_t *y,
+                         size_t y_stride, const uint8_t *aux, size_t aux_stride, const int x16)
+{
+    if (ncols == 1) {
+        gemv_q4_0(n, s, w, stride, y, aux, x16);
+        return;
+    }
+    alignas(32) panel_q4_0 p;
+    const int nb = n / QT_QK4_0;
+    for (int c = 0; c < ncols; c++) {
+        _mm256_storeu_ps(s + c * ldo, _mm256_setzero_ps());
+        _mm256_storeu_ps(s + c * ldo + 8, _mm256_setzero_ps());
+    }
+    for (int b = 0; b < nb; b += PANEL) {
+        const int np = nb - b < PANEL ? nb - b : PANEL;
+        for (int i = 0; i < np; i++)
+            for (int h = 0; h < 2; h++) {
+                if (x16) {
+                    unpack_x16(w, b + i, h, p.u[i][h]);
+                    p.d[i][h] = scales_x16(w, b + i, nb, h);
+                } else {
+                    const uint8_t *blk = w + (size_t)(b + i) * BLOCK + 8 * h * stride;
+                    unpack_rows(blk, stride, p.u[i][h]);
+                    p.d[i][h] = scales_rows(blk, stride);
+                }
+            }
+        if (!x16 && b + 2 * PANEL < nb) prefetch_rows(w + (size_t)(b + 2 * PANEL) * BLOCK, stride, PANEL * BLOCK);
+        int c = 0;
+        for (; ncols - c >= NC; c += NC)
+            columns_q4_0(&p, np, NC, b, s + (size_t)c * ldo, ldo, y + c * y_stride, y_stride, aux + c * aux_stride,
+                         aux_stride);
+        for (; c < ncols; c++)
+            columns_q4_0(&p, np, 1, b, s + (size_t)c * ldo, ldo, y + c * y_stride, y_stride, aux + c * aux_stride,
+                         aux_stride);
+    }
+}
+
+static void run_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
+                     size_t y_stride, const void *aux, size_t aux_stride)
+{
+    (void)gemm;
+    run_q4_0_any(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0);
+}
+
+static void run_x16_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
+                         size_t y_stride, const void *aux, size_t aux_stride)
+{
+    (void)gemm;
+    run_q4_0_any(n, ncols, s, ldo, w, 0, y, y_stride, aux, aux_stride, 1);
+}
+
+/* ---- Q4_K and Q2_K ---------------------------------------------------------- */
+
+/* One super-block of 8 rows, ready for the columns. */
+typedef struct half_k {
+    __m256i u[64];  /* Q4_K: sub-block j's quants u[8j + k]; Q2_K: u[4j + k] */
+    __m256i sw[16]; /* each row's sub-block scale in both int16 halves of its lane */
+    __m256i mins[8]; /* int16 pairs (m_2i, m_2i+1); Q4_K uses 4 */
+    __m256 d, dmin;
+} half_k;
+
+INLINE void pack_q4_K(half_k *p, const uint8_t *blk, size_t stride)
+{
+    __m256i h[4];
+    load8x4(blk, stride, h); /* d | dmin, then the 12 scale bytes */
+    p->d = halves(h[0], 0);
+    p->dmin = halves(h[0], 1);
+    const __m256i s0 = h[1], s1 = h[2], s2 = h[3];
+    const __m256i m63 = _mm256_set1_epi32(63), m15 = _mm256_set1_epi32(15);
+    __m256i m[8];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        const __m256i sc = _mm256_and_si256(byte_of(s0, j), m63);
+        m[j] = _mm256_and_si256(byte_of(s1, j), m63);
+        const __m256i hs = _mm256_slli_epi32(_mm256_srli_epi32(byte_of(s0, j), 6), 4);
+        const __m256i hm = _mm256_slli_epi32(_mm256_srli_epi32(byte_of(s1, j), 6), 4);
+        const __m256i sc4 = _mm256_or_si256(_mm256_and_si256(byte_of(s2, j), m15), hs);
+        m[j + 4] = _mm256_or_si256(_mm256_srli_epi32(byte_of(s2, j), 4), hm);
+        p->sw[j] = pair16(sc, sc);
+        p->sw[j + 4] = pair16(sc4, sc4);
+    }
+    for (int g = 0; g < 4; g++) p->mins[g] = pair16(m[2 * g], m[2 * g + 1]);
+    /* qs byte 32g + 4k + t: low nibble element 64g + 4k + t (sub-block
+     * 2g), high nibble 64g + 32 + 4k + t (sub-block 2g + 1) */
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        __m256i raw[8];
+        load8x8(blk + 16 + 32 * g, stride, raw);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            p->u[16 * g + k] = _mm256_and_si256(raw[k], m4);
+            p->u[16 * g + 8 + k] = _mm256_and_si256(_mm256_srli_epi16(raw[k], 4), m4);
+        }
+    }
+}
+
+/* Q2_K: u[4j + k] for sub-block j (16 elements) holds its quants 4k..4k+3;
+ * element 128g + 32q + 4k' + t sits in
+ * bits 2q of qs byte 32g + 4k' + t, sub-block 8g + 2q + k'/4. */
+INLINE void pack_q2_K(half_k *p, const uint8_t *blk, size_t stride)
+{
+    __m256i h[4];
+    load8x4(blk, stride, h); /* the 16 scale bytes: low 4 bits scale, high min */
+    __m256i m[16];
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++)
+#pragma GCC unroll 4
+        for (int b = 0; b < 4; b++) {
+            const __m256i sc = _mm256_and_si256(byte_of(h[t], b), _mm256_set1_epi32(15));
+            p->sw[4 * t + b] = pair16(sc, sc);
+            m[4 * t + b] = _mm256_srli_epi32(byte_of(h[t], b), 4);
+        }
+    for (int i = 0; i < 8; i++) p->mins[i] = pair16(m[2 * i], m[2 * i + 1]);
+    load8x4(blk + 68, stride, h); /* the block's last 16 bytes end with d | dmin */
+    p->d = halves(h[3], 0);
+    p->dmin = halves(h[3], 1);
+    const __m256i m3 = _mm256_set1_epi8(3);
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; g++) {
+        __m256i raw[8];
+        load8x8(blk + 16 + 32 * g, stride, raw);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const int j = 8 * g + 2 * q + k / 4;
+                p->u[4 * j + k % 4] = _mm256_and_si256(_mm256_srli_epi16(raw[k], 2 * q), m3);
+            }
+    }
+}
+
+/* Sub-block j's scale * sum(q y) for one column, exact: the int16 pair
+ * sums of its quant vectors (Q4_K: 8, Q2_K: 4), widened against the scale. */
+INLINE __m256i sub_sum(const half_k *p, int j, const int q4k, const int8_t *yq)
+{
+    const int kn = q4k ? 8 : 4;
+    __m256i s = _mm256_maddubs_epi16(p->u[kn * j], bcast4(yq));
+#pragma GCC unroll 8
+    for (int k = 1; k < kn; k++) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(p->u[kn * j + k], bcast4(yq + 4 * k)));
+    return _mm256_madd_epi16(s, p->sw[j]);
+}
+
+/* Adds one super-block of `nc` columns to acc (in s) and accm (in sm, 8
+ * floats per column), for one half; gemm: one fma pair per group, else
+ * per super-block. */
+INLINE void columns_k(const half_k *p, const int nc, const int q4k, const int gemm, const uint8_t *y,
+                      size_t y_stride, const uint32_t *pairs, size_t pairs_stride, float *s, size_t ldo, float *sm)
+{
+    const int sub = q4k ? 32 : 16, per_group = q4k ? 2 : 8, groups = q4k ? 4 : 2;
+    const qt_block_q8_K *yb[NC];
+    __m256 acc[NC], accm[NC], d[NC], dm[NC];
+    __m256i ist[NC], imt[NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < nc; c++) {
+        yb[c] = (const qt_block_q8_K *)(y + c * y_stride);
+        acc[c] = _mm256_loadu_ps(s + c * ldo);
+        accm[c] = _mm256_loadu_ps(sm + 8 * c);
+        const __m256 dy = _mm256_set1_ps(yb[c]->d);
+        d[c] = _mm256_mul_ps(p->d, dy);
+        dm[c] = _mm256_mul_ps(p->dmin, dy);
+        ist[c] = imt[c] = _mm256_setzero_si256();
+    }
+    for (int g = 0; g < groups; g++) {
+        __m256i is[NC], im[NC];
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) is[c] = im[c] = _mm256_setzero_si256();
+        for (int j = per_group * g; j < per_group * (g + 1); j++)
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) is[c] = _mm256_add_epi32(is[c], sub_sum(p, j, q4k, yb[c]->qs + sub * j));
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) {
+            if (q4k) {
+                /* the mins' bsum pairs, formed once per matmul (prep) */
+                im[c] = _mm256_madd_epi16(p->mins[g], _mm256_set1_epi32((int)pairs[c * pairs_stride + g]));
+            } else {
+                for (int i = 4 * g; i < 4 * g + 4; i++) {
+                    int32_t pair;
+                    memcpy(&pair, yb[c]->bsums + 2 * i, sizeof pair);
+                    im[c] = _mm256_add_epi32(im[c], _mm256_madd_epi16(p->mins[i], _mm256_set1_epi32(pair)));
+                }
+            }
+            if (gemm) {
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[c]), d[c], acc[c]);
+                accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im[c]), dm[c], accm[c]);
+            } else {
+                ist[c] = _mm256_add_epi32(ist[c], is[c]);
+                imt[c] = _mm256_add_epi32(imt[c], im[c]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < nc; c++) {
+        if (!gemm) {
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ist[c]), d[c], acc[c]);
+            accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imt[c]), dm[c], accm[c]);
+        }
+        _mm256_storeu_ps(s + c * ldo, acc[c]);
+        _mm256_storeu_ps(sm + 8 * c, accm[c]);
+    }
+}
+
+/* Columns whose accm fits the stack array; more are taken in chunks. */
+#define CHUNK 64
+
+INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride,
+                  const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k)
+{
+    const size_t ps = aux_stride / sizeof(uint32_t);
+    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
+    const int nb = n / QT_QK_K;
+    alignas(32) half_k p;
+    alignas(32) float sm[2][CHUNK * 8];
+    for (int c0 = 0; c0 < ncols; c0 += CHUNK) {
+        const int nch = ncols - c0 < CHUNK ? ncols - c0 : CHUNK;
+        float *sc = s + (size_t)c0 * ldo;
+        const uint8_t *yc = (const uint8_t *)y + (size_t)c0 * y_stride;
+        for (int c = 0; c < nch; c++) {
+            _mm256_storeu_ps(sc + c * ldo, _mm256_setzero_ps());
+            _mm256_storeu_ps(sc + c * ldo + 8, _mm256_setzero_ps());
+            _mm256_store_ps(sm[0] + 8 * c, _mm256_setzero_ps());
+            _mm256_store_ps(sm[1] + 8 * c, _mm256_setzero_ps());
+        }
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *blk = (const uint8_t *)w + (size_t)b * bs;
+            if (b + 2 < nb) prefetch_rows(blk + 2 * bs, w_stride, bs);
+            const uint8_t *yb = yc + (size_t)b * sizeof(qt_block_q8_K);
+            const uint32_t *pairs = q4k ? (const uint32_t *)aux + 4 * b : NULL;
+            for (int h = 0; h < 2; h++) {
+                if (q4k)
+                    pack_q4_K(&p, blk + 8 * h * w_stride, w_stride);
+                else
+                    pack_q2_K(&p, blk + 8 * h * w_stride, w_stride);
+                int c = 0;
+                for (; nch - c >= NC; c += NC)
+                    columns_k(&p, NC, q4k, gemm, yb + c * y_stride, y_stride, pairs ? pairs + (c0 + c) * ps : NULL,
+                              ps, sc + c * ldo + 8 * h, ldo, sm[h] + 8 * c);
+                for (; c < nch; c++)
+                    columns_k(&p, 1, q4k, gemm, yb + c * y_stride, y_stride, pairs ? pairs + (c0 + c) * ps : NULL, ps,
+                              sc + c * ldo + 8 * h, ldo, sm[h] + 8 * c);
+            }
+        }
+        for (int c = 0; c < nch; c++)
+            for (int h = 0; h < 2; h++)
+                _mm256_storeu_ps(sc + c * ldo + 8 * h, _mm256_sub_ps(_mm256_loadu_ps(sc + c * ldo + 8 * h),
+                                                                     _mm256_load_ps(sm[h] + 8 * c)));
+    }
+}
+
+/* Q2_K: Q8_K carries its scale as f32 and its bsums: no side data. */
+static size_t aux_none(int n)
+{
+    (void)n;
+    return 0;
+}
+
+static void prep_none(int n, void *aux, const void *y) { (void)n, (void)aux, (void)y; }
+
+/* Q4_K: per super-block and group g, the int16 pair (b0, b1) the mins
+ * multiply, b0 = bsums 4g + 4g+1 and b1 = bsums 4g+2 + 4g+3 wrapped to
+ * int16 as the reference forms them. */
+static size_t aux_q4_K(int n) { return (size_t)(n / QT_QK_K) * 4 * sizeof(uint32_t); }
+
+static void prep_q4_K(int n, void *aux, const void *y)
+{
+    const qt_block_q8_K *yb = y;
+    uint32_t *pairs = aux;
+    for (int b = 0; b < n / QT_QK_K; b++)
+        for (int g = 0; g < 4; g++) {
+            const int16_t b0 = (int16_t)(yb[b].bsums[4 * g] + yb[b].bsums[4 * g + 1]);
+            const int16_t b1 = (int16_t)(yb[b].bsums[4 * g + 2] + yb[b].bsums[4 * g + 3]);
+            pairs[4 * b + g] = (uint16_t)b0 | (uint32_t)(uint16_t)b1 << 16;
+        }
+}
+
+static void run_q4_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
+                     size_t y_stride, const void *aux, size_t aux_stride)
+{
+    if (gemm)
+        run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1);
+    else
+        run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1);
+}
+
+static void run_q2_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
+                     size_t y_stride, const void *aux, size_t aux_stride)
+{
+    if (gemm)
+        run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0);
+    else
+        run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0);
+}
+
+static const qt_rp_wide wide_q4_0 = {aux_bytes_q4_0, prep_q4_0, run_q4_0, run_x16_q4_0};
+static const qt_rp_wide wide_q4_K = {aux_q4_K, prep_q4_K, run_q4_K, NULL};
+static const qt_rp_wide wide_q2_K = {aux_none, prep_none, run_q2_K, NULL};
+
+const qt_rp_wide *const qt_rp_wide_avx2[QT_COUNT] = {
+    [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &wide_q4_K, [QT_Q2_K] = &wide_q2_K};
+
+#endif
