@@ -259,9 +259,20 @@ bool qt_x16_available(qt_type type)
 
 _Static_assert(sizeof(qt_block_q4_0) == 18 && sizeof(qt_block_iq4_nl) == 18, "x16: one block layout");
 
+/* The K-quants' x16 layout: whole super-blocks, row after row. */
+static bool x16_by_blocks(qt_type type) { return type == QT_Q4_K || type == QT_Q2_K; }
+
 void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride, void *dst)
 {
-    (void)type; /* Q4_0 and IQ4_NL blocks are alike: f16 d, then 16 bytes */
+    if (x16_by_blocks(type)) {
+        const size_t bs = qt_get(type)->type_size;
+        for (int r = 0; r < QT_X16_ROWS; r++)
+            for (int b = 0; b < n / QT_QK_K; b++)
+                memcpy((uint8_t *)dst + ((size_t)b * QT_X16_ROWS + r) * bs,
+                       (const uint8_t *)rows + (size_t)r * row_stride + b * bs, bs);
+        return;
+    }
+    /* Q4_0 and IQ4_NL blocks are alike: f16 d, then 16 bytes */
     const int nb = n / QT_QK4_0;
     uint8_t *g = dst;
     for (int r = 0; r < QT_X16_ROWS; r++) {
@@ -275,7 +286,12 @@ void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride,
 
 void qt_x16_row(qt_type type, int n, const void *src, int r, void *row)
 {
-    (void)type;
+    if (x16_by_blocks(type)) {
+        const size_t bs = qt_get(type)->type_size;
+        for (int b = 0; b < n / QT_QK_K; b++)
+            memcpy((uint8_t *)row + b * bs, (const uint8_t *)src + ((size_t)b * QT_X16_ROWS + r) * bs, bs);
+        return;
+    }
     const int nb = n / QT_QK4_0;
     const uint8_t *g = src;
     qt_block_q4_0 *x = row;

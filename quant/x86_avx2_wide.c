@@ -1,5 +1,5 @@
-/* x86_avx2_wide.c - the wide repack kernels (repack.h) with AVX2: Q4_0
- * (rows and the x16 layout), Q4_K and Q2_K.
+/* x86_avx2_wide.c - the wide repack kernels (repack.h) with AVX2: Q4_0,
+ * Q4_K and Q2_K, from rows and from the x16 layout.
  *
  * Compiled with -mavx2 -mfma -mf16c.  The shape is the AVX-512 one
  * (x86_avx512_repack.c, x86_avx512_repack_k.c): each weight row owns an
@@ -464,7 +464,7 @@ INLINE void columns_k(const half_k *p, const int nc, const int q4k, const int ge
 /* Columns whose accm fits the stack array; more are taken in chunks. */
 #define CHUNK 64
 
-INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride,
+INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride, size_t step,
                   const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k)
 {
     const size_t ps = aux_stride / sizeof(uint32_t);
@@ -483,8 +483,8 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
             _mm256_store_ps(sm[1] + 8 * c, _mm256_setzero_ps());
         }
         for (int b = 0; b < nb; b++) {
-            const uint8_t *blk = (const uint8_t *)w + (size_t)b * bs;
-            if (b + 2 < nb) prefetch_rows(blk + 2 * bs, w_stride, bs);
+            const uint8_t *blk = (const uint8_t *)w + (size_t)b * step;
+            if (step == bs && b + 2 < nb) prefetch_rows(blk + 2 * bs, w_stride, bs);
             const uint8_t *yb = yc + (size_t)b * sizeof(qt_block_q8_K);
             const uint32_t *pairs = q4k ? (const uint32_t *)aux + 4 * b : NULL;
             for (int h = 0; h < 2; h++) {
@@ -506,6 +506,128 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
                 _mm256_storeu_ps(sc + c * ldo + 8 * h, _mm256_sub_ps(_mm256_loadu_ps(sc + c * ldo + 8 * h),
                                                                      _mm256_load_ps(sm[h] + 8 * c)));
     }
+}
+
+/* ---- one column (decode) ----------------------------------------------------
+ * Nothing else reuses the transposed quants, so they go from the shuffles
+ * straight into the products: no panel stored and loaded back.  The
+ * integer sums and float operations are run_k's gemv order exactly. */
+
+/* Q4_K's 6-bit scale (mins: hi = 1) of sub-block j from the 12 scale
+ * bytes in row-per-lane form (s0, s1, s2: bytes 0-3, 4-7, 8-11). */
+INLINE __m256i q4_K_scale(__m256i s0, __m256i s1, __m256i s2, int j, int mins)
+{
+    const __m256i a = mins ? s1 : s0;
+    if (j < 4) return _mm256_and_si256(byte_of(a, j), _mm256_set1_epi32(63));
+    const __m256i hi = _mm256_slli_epi32(_mm256_srli_epi32(byte_of(a, j - 4), 6), 4);
+    const __m256i lo = mins ? _mm256_srli_epi32(byte_of(s2, j - 4), 4)
+                            : _mm256_and_si256(byte_of(s2, j - 4), _mm256_set1_epi32(15));
+    return _mm256_or_si256(lo, hi);
+}
+
+/* One Q4_K super-block of 8 rows against y: each row's exact sum of
+ * scale.q.y (is) and mins term (im), and its d and dmin. */
+INLINE void sums_q4_K(const uint8_t *blk, size_t stride, const qt_block_q8_K *y, const uint32_t *pairs, __m256i *is,
+                      __m256i *im, __m256 *d, __m256 *dmin)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256i h[4];
+    load8x4(blk, stride, h);
+    *d = halves(h[0], 0);
+    *dmin = halves(h[0], 1);
+    *is = *im = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        __m256i raw[8];
+        load8x8(blk + 16 + 32 * g, stride, raw);
+        const int8_t *yq = y->qs + 64 * g;
+        __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(raw[0], m4), bcast4(yq));
+        __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw[0], 4), m4), bcast4(yq + 32));
+#pragma GCC unroll 8
+        for (int k = 1; k < 8; k++) {
+            lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(_mm256_and_si256(raw[k], m4), bcast4(yq + 4 * k)));
+            hi = _mm256_add_epi16(
+                hi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw[k], 4), m4), bcast4(yq + 32 + 4 * k)));
+        }
+        const __m256i sc0 = q4_K_scale(h[1], h[2], h[3], 2 * g, 0), sc1 = q4_K_scale(h[1], h[2], h[3], 2 * g + 1, 0);
+        *is = _mm256_add_epi32(*is, _mm256_madd_epi16(lo, pair16(sc0, sc0)));
+        *is = _mm256_add_epi32(*is, _mm256_madd_epi16(hi, pair16(sc1, sc1)));
+        const __m256i mp = pair16(q4_K_scale(h[1], h[2], h[3], 2 * g, 1), q4_K_scale(h[1], h[2], h[3], 2 * g + 1, 1));
+        *im = _mm256_add_epi32(*im, _mm256_madd_epi16(mp, _mm256_set1_epi32((int)pairs[g])));
+    }
+}
+
+/* The same for Q2_K. */
+INLINE void sums_q2_K(const uint8_t *blk, size_t stride, const qt_block_q8_K *y, __m256i *is, __m256i *im, __m256 *d,
+                      __m256 *dmin)
+{
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi32(15);
+    __m256i h[4], e[4];
+    load8x4(blk, stride, h); /* scale byte j: byte j % 4 of h[j / 4] */
+    load8x4(blk + 68, stride, e);
+    *d = halves(e[3], 0);
+    *dmin = halves(e[3], 1);
+    *is = *im = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; g++) {
+        __m256i raw[8];
+        load8x8(blk + 16 + 32 * g, stride, raw);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+#pragma GCC unroll 2
+            for (int half = 0; half < 2; half++) {
+                const int j = 8 * g + 2 * q + half;
+                const int8_t *yq = y->qs + 16 * j;
+                __m256i acc = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw[4 * half], 2 * q), m3), bcast4(yq));
+#pragma GCC unroll 3
+                for (int k = 1; k < 4; k++)
+                    acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(
+                                                    _mm256_and_si256(_mm256_srli_epi16(raw[4 * half + k], 2 * q), m3),
+                                                    bcast4(yq + 4 * k)));
+                const __m256i sc = _mm256_and_si256(byte_of(h[j / 4], j % 4), m15);
+                *is = _mm256_add_epi32(*is, _mm256_madd_epi16(acc, pair16(sc, sc)));
+            }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        const __m256i mp = pair16(_mm256_srli_epi32(byte_of(h[(2 * i) / 4], (2 * i) % 4), 4),
+                                  _mm256_srli_epi32(byte_of(h[(2 * i + 1) / 4], (2 * i + 1) % 4), 4));
+        int32_t pair;
+        memcpy(&pair, y->bsums + 2 * i, sizeof pair);
+        *im = _mm256_add_epi32(*im, _mm256_madd_epi16(mp, _mm256_set1_epi32(pair)));
+    }
+}
+
+/* s[r] = W[r] . y for the 16 rows, in the gemv order. */
+/* w: rows `stride` apart, super-blocks `step` apart (rows: the block
+ * size; the x16 layout: 16 block sizes, rows one block size apart). */
+INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, size_t step, const qt_block_q8_K *y,
+                   const uint32_t *pairs, const int q4k)
+{
+    const int nb = n / QT_QK_K;
+    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, accm[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = w + (size_t)b * step;
+        if (step != bs)
+            for (size_t o = 0; o < step; o += 64) _mm_prefetch((const char *)(blk + 2 * step + o), _MM_HINT_T0);
+        else if (b + 2 < nb)
+            prefetch_rows(blk + 2 * bs, stride, bs);
+        const __m256 dy = _mm256_set1_ps(y[b].d);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m256i is, im;
+            __m256 d, dmin;
+            if (q4k)
+                sums_q4_K(blk + 8 * h * stride, stride, y + b, pairs + 4 * b, &is, &im, &d, &dmin);
+            else
+                sums_q2_K(blk + 8 * h * stride, stride, y + b, &is, &im, &d, &dmin);
+            acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(d, dy), acc[h]);
+            accm[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(dmin, dy), accm[h]);
+        }
+    }
+    _mm256_storeu_ps(s, _mm256_sub_ps(acc[0], accm[0]));
+    _mm256_storeu_ps(s + 8, _mm256_sub_ps(acc[1], accm[1]));
 }
 
 /* Q2_K: Q8_K carries its scale as f32 and its bsums: no side data. */
@@ -534,27 +656,47 @@ static void prep_q4_K(int n, void *aux, const void *y)
         }
 }
 
+/* Rows w_stride apart, or (x16) a group in the K-quants' x16 layout. */
+INLINE void run_k_any(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
+                      const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k, const int x16)
+{
+    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
+    const size_t stride = x16 ? bs : w_stride, step = x16 ? QT_X16_ROWS * bs : bs;
+    if (!gemm && ncols == 1)
+        gemv_k(n, s, w, stride, step, y, aux, q4k);
+    else if (gemm)
+        run_k(n, ncols, 1, s, ldo, w, stride, step, y, y_stride, aux, aux_stride, q4k);
+    else
+        run_k(n, ncols, 0, s, ldo, w, stride, step, y, y_stride, aux, aux_stride, q4k);
+}
+
 static void run_q4_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
                      size_t y_stride, const void *aux, size_t aux_stride)
 {
-    if (gemm)
-        run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1);
-    else
-        run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1);
+    run_k_any(n, ncols, gemm, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 0);
+}
+
+static void run_x16_q4_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
+                         size_t y_stride, const void *aux, size_t aux_stride)
+{
+    run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, aux_stride, 1, 1);
 }
 
 static void run_q2_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
                      size_t y_stride, const void *aux, size_t aux_stride)
 {
-    if (gemm)
-        run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0);
-    else
-        run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0);
+    run_k_any(n, ncols, gemm, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0, 0);
+}
+
+static void run_x16_q2_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
+                         size_t y_stride, const void *aux, size_t aux_stride)
+{
+    run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, aux_stride, 0, 1);
 }
 
 static const qt_rp_wide wide_q4_0 = {aux_bytes_q4_0, prep_q4_0, run_q4_0, run_x16_q4_0};
-static const qt_rp_wide wide_q4_K = {aux_q4_K, prep_q4_K, run_q4_K, NULL};
-static const qt_rp_wide wide_q2_K = {aux_none, prep_none, run_q2_K, NULL};
+static const qt_rp_wide wide_q4_K = {aux_q4_K, prep_q4_K, run_q4_K, run_x16_q4_K};
+static const qt_rp_wide wide_q2_K = {aux_none, prep_none, run_q2_K, run_x16_q2_K};
 
 const qt_rp_wide *const qt_rp_wide_avx2[QT_COUNT] = {
     [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &wide_q4_K, [QT_Q2_K] = &wide_q2_K};
