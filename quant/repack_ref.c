@@ -259,8 +259,21 @@ bool qt_x16_available(qt_type type)
 
 _Static_assert(sizeof(qt_block_q4_0) == 18 && sizeof(qt_block_iq4_nl) == 18, "x16: one block layout");
 
-/* The K-quants' x16 layout: whole super-blocks, row after row. */
+/* The K-quants' x16 layout: a super-block of the 16 rows at a time. */
 static bool x16_by_blocks(qt_type type) { return type == QT_Q4_K || type == QT_Q2_K; }
+
+/* Copies row r's block to (to_x16) or from its places in a K-quant
+ * super-block of the x16 layout (repack.h). */
+static void x16_k_block(qt_type type, int r, uint8_t *blk, uint8_t *grp, bool to_x16)
+{
+    enum { HEAD = 16 * QT_X16_ROWS };
+    const size_t qs_at = type == QT_Q4_K ? HEAD : HEAD + 4 * QT_X16_ROWS, qs_len = type == QT_Q4_K ? 128 : 64;
+#define X16_MOVE(at, off, len) (to_x16 ? memcpy(grp + (at), blk + (off), (len)) : memcpy(blk + (off), grp + (at), (len)))
+    X16_MOVE(16 * (size_t)r, 0, 16);
+    if (type == QT_Q2_K) X16_MOVE(HEAD + 4 * (size_t)r, 80, 4);
+    for (size_t q = 0; q < qs_len; q += 4) X16_MOVE(qs_at + (q / 32 * 8 + q % 32 / 4) * 64 + 4 * (size_t)r, 16 + q, 4);
+#undef X16_MOVE
+}
 
 void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride, void *dst)
 {
@@ -268,8 +281,8 @@ void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride,
         const size_t bs = qt_get(type)->type_size;
         for (int r = 0; r < QT_X16_ROWS; r++)
             for (int b = 0; b < n / QT_QK_K; b++)
-                memcpy((uint8_t *)dst + ((size_t)b * QT_X16_ROWS + r) * bs,
-                       (const uint8_t *)rows + (size_t)r * row_stride + b * bs, bs);
+                x16_k_block(type, r, (uint8_t *)rows + (size_t)r * row_stride + b * bs,
+                            (uint8_t *)dst + (size_t)b * QT_X16_ROWS * bs, true);
         return;
     }
     /* Q4_0 and IQ4_NL blocks are alike: f16 d, then 16 bytes */
@@ -289,7 +302,7 @@ void qt_x16_row(qt_type type, int n, const void *src, int r, void *row)
     if (x16_by_blocks(type)) {
         const size_t bs = qt_get(type)->type_size;
         for (int b = 0; b < n / QT_QK_K; b++)
-            memcpy((uint8_t *)row + b * bs, (const uint8_t *)src + ((size_t)b * QT_X16_ROWS + r) * bs, bs);
+            x16_k_block(type, r, (uint8_t *)row + b * bs, (uint8_t *)src + (size_t)b * QT_X16_ROWS * bs, false);
         return;
     }
     const int nb = n / QT_QK4_0;

@@ -312,6 +312,43 @@ static void run_x16_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, cons
 
 /* ---- Q4_K and Q2_K ---------------------------------------------------------- */
 
+/* A super-block of the 16 rows is read from rows `stride` apart (blk: row
+ * 0's block), or (x16) from its place in the x16 layout (repack.h), where
+ * the quants are already in row-per-lane form.  Half h: rows 8h..8h+7. */
+enum { X16_HEAD = 256, X16_Q2_DD = 256, X16_Q4_QS = 256, X16_Q2_QS = 320 };
+
+/* The first 16 bytes of each row's block (Q4_K: d | dmin, 12 scale
+ * bytes; Q2_K: the 16 scale bytes), row-per-lane. */
+INLINE void k_head(const uint8_t *blk, size_t stride, int h, const int x16, __m256i v[4])
+{
+    if (x16)
+        load8x4(blk + 16 * 8 * h, 16, v);
+    else
+        load8x4(blk + 8 * h * stride, stride, v);
+}
+
+/* Quant bytes 32g..32g+31 of each row, raw[k] = their dword k. */
+INLINE void k_raw(const uint8_t *blk, size_t stride, int h, int g, const int q4k, const int x16, __m256i raw[8])
+{
+    if (x16) {
+        const uint8_t *p = blk + (q4k ? X16_Q4_QS : X16_Q2_QS) + 32 * h;
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) raw[k] = _mm256_loadu_si256((const __m256i *)(p + (8 * g + k) * 64));
+    } else {
+        load8x8(blk + 8 * h * stride + 16 + 32 * g, stride, raw);
+    }
+}
+
+/* Q2_K's d | dmin of each row. */
+INLINE __m256i q2_K_dd(const uint8_t *blk, size_t stride, int h, const int x16)
+{
+    if (x16) return _mm256_loadu_si256((const __m256i *)(blk + X16_Q2_DD + 32 * h));
+    __m256i e[4];
+    load8x4(blk + 8 * h * stride + 68, stride, e); /* the block's last 16 bytes end with d | dmin */
+    return e[3];
+}
+
+
 /* One super-block of 8 rows, ready for the columns. */
 typedef struct half_k {
     __m256i u[64];  /* Q4_K: sub-block j's quants u[8j + k]; Q2_K: u[4j + k] */
@@ -320,10 +357,10 @@ typedef struct half_k {
     __m256 d, dmin;
 } half_k;
 
-INLINE void pack_q4_K(half_k *p, const uint8_t *blk, size_t stride)
+INLINE void pack_q4_K(half_k *p, const uint8_t *blk, size_t stride, int hf, const int x16)
 {
     __m256i h[4];
-    load8x4(blk, stride, h); /* d | dmin, then the 12 scale bytes */
+    k_head(blk, stride, hf, x16, h); /* d | dmin, then the 12 scale bytes */
     p->d = halves(h[0], 0);
     p->dmin = halves(h[0], 1);
     const __m256i s0 = h[1], s1 = h[2], s2 = h[3];
@@ -347,7 +384,7 @@ INLINE void pack_q4_K(half_k *p, const uint8_t *blk, size_t stride)
 #pragma GCC unroll 4
     for (int g = 0; g < 4; g++) {
         __m256i raw[8];
-        load8x8(blk + 16 + 32 * g, stride, raw);
+        k_raw(blk, stride, hf, g, 1, x16, raw);
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             p->u[16 * g + k] = _mm256_and_si256(raw[k], m4);
@@ -359,10 +396,10 @@ INLINE void pack_q4_K(half_k *p, const uint8_t *blk, size_t stride)
 /* Q2_K: u[4j + k] for sub-block j (16 elements) holds its quants 4k..4k+3;
  * element 128g + 32q + 4k' + t sits in
  * bits 2q of qs byte 32g + 4k' + t, sub-block 8g + 2q + k'/4. */
-INLINE void pack_q2_K(half_k *p, const uint8_t *blk, size_t stride)
+INLINE void pack_q2_K(half_k *p, const uint8_t *blk, size_t stride, int hf, const int x16)
 {
     __m256i h[4];
-    load8x4(blk, stride, h); /* the 16 scale bytes: low 4 bits scale, high min */
+    k_head(blk, stride, hf, x16, h); /* the 16 scale bytes: low 4 bits scale, high min */
     __m256i m[16];
 #pragma GCC unroll 4
     for (int t = 0; t < 4; t++)
@@ -373,14 +410,14 @@ INLINE void pack_q2_K(half_k *p, const uint8_t *blk, size_t stride)
             m[4 * t + b] = _mm256_srli_epi32(byte_of(h[t], b), 4);
         }
     for (int i = 0; i < 8; i++) p->mins[i] = pair16(m[2 * i], m[2 * i + 1]);
-    load8x4(blk + 68, stride, h); /* the block's last 16 bytes end with d | dmin */
-    p->d = halves(h[3], 0);
-    p->dmin = halves(h[3], 1);
+    const __m256i dd = q2_K_dd(blk, stride, hf, x16);
+    p->d = halves(dd, 0);
+    p->dmin = halves(dd, 1);
     const __m256i m3 = _mm256_set1_epi8(3);
 #pragma GCC unroll 2
     for (int g = 0; g < 2; g++) {
         __m256i raw[8];
-        load8x8(blk + 16 + 32 * g, stride, raw);
+        k_raw(blk, stride, hf, g, 0, x16, raw);
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++)
 #pragma GCC unroll 8
@@ -464,11 +501,11 @@ INLINE void columns_k(const half_k *p, const int nc, const int q4k, const int ge
 /* Columns whose accm fits the stack array; more are taken in chunks. */
 #define CHUNK 64
 
-INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride, size_t step,
+INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride, const int x16,
                   const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k)
 {
     const size_t ps = aux_stride / sizeof(uint32_t);
-    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
+    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K), step = x16 ? QT_X16_ROWS * bs : bs;
     const int nb = n / QT_QK_K;
     alignas(32) half_k p;
     alignas(32) float sm[2][CHUNK * 8];
@@ -484,14 +521,14 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
         }
         for (int b = 0; b < nb; b++) {
             const uint8_t *blk = (const uint8_t *)w + (size_t)b * step;
-            if (step == bs && b + 2 < nb) prefetch_rows(blk + 2 * bs, w_stride, bs);
+            if (!x16 && b + 2 < nb) prefetch_rows(blk + 2 * bs, w_stride, bs);
             const uint8_t *yb = yc + (size_t)b * sizeof(qt_block_q8_K);
             const uint32_t *pairs = q4k ? (const uint32_t *)aux + 4 * b : NULL;
             for (int h = 0; h < 2; h++) {
                 if (q4k)
-                    pack_q4_K(&p, blk + 8 * h * w_stride, w_stride);
+                    pack_q4_K(&p, blk, w_stride, h, x16);
                 else
-                    pack_q2_K(&p, blk + 8 * h * w_stride, w_stride);
+                    pack_q2_K(&p, blk, w_stride, h, x16);
                 int c = 0;
                 for (; nch - c >= NC; c += NC)
                     columns_k(&p, NC, q4k, gemm, yb + c * y_stride, y_stride, pairs ? pairs + (c0 + c) * ps : NULL,
@@ -527,19 +564,19 @@ INLINE __m256i q4_K_scale(__m256i s0, __m256i s1, __m256i s2, int j, int mins)
 
 /* One Q4_K super-block of 8 rows against y: each row's exact sum of
  * scale.q.y (is) and mins term (im), and its d and dmin. */
-INLINE void sums_q4_K(const uint8_t *blk, size_t stride, const qt_block_q8_K *y, const uint32_t *pairs, __m256i *is,
-                      __m256i *im, __m256 *d, __m256 *dmin)
+INLINE void sums_q4_K(const uint8_t *blk, size_t stride, int hf, const int x16, const qt_block_q8_K *y,
+                      const uint32_t *pairs, __m256i *is, __m256i *im, __m256 *d, __m256 *dmin)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256i h[4];
-    load8x4(blk, stride, h);
+    k_head(blk, stride, hf, x16, h);
     *d = halves(h[0], 0);
     *dmin = halves(h[0], 1);
     *is = *im = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int g = 0; g < 4; g++) {
         __m256i raw[8];
-        load8x8(blk + 16 + 32 * g, stride, raw);
+        k_raw(blk, stride, hf, g, 1, x16, raw);
         const int8_t *yq = y->qs + 64 * g;
         __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(raw[0], m4), bcast4(yq));
         __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw[0], 4), m4), bcast4(yq + 32));
@@ -558,20 +595,20 @@ INLINE void sums_q4_K(const uint8_t *blk, size_t stride, const qt_block_q8_K *y,
 }
 
 /* The same for Q2_K. */
-INLINE void sums_q2_K(const uint8_t *blk, size_t stride, const qt_block_q8_K *y, __m256i *is, __m256i *im, __m256 *d,
-                      __m256 *dmin)
+INLINE void sums_q2_K(const uint8_t *blk, size_t stride, int hf, const int x16, const qt_block_q8_K *y, __m256i *is,
+                      __m256i *im, __m256 *d, __m256 *dmin)
 {
     const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi32(15);
-    __m256i h[4], e[4];
-    load8x4(blk, stride, h); /* scale byte j: byte j % 4 of h[j / 4] */
-    load8x4(blk + 68, stride, e);
-    *d = halves(e[3], 0);
-    *dmin = halves(e[3], 1);
+    __m256i h[4];
+    k_head(blk, stride, hf, x16, h); /* scale byte j: byte j % 4 of h[j / 4] */
+    const __m256i dd = q2_K_dd(blk, stride, hf, x16);
+    *d = halves(dd, 0);
+    *dmin = halves(dd, 1);
     *is = *im = _mm256_setzero_si256();
 #pragma GCC unroll 2
     for (int g = 0; g < 2; g++) {
         __m256i raw[8];
-        load8x8(blk + 16 + 32 * g, stride, raw);
+        k_raw(blk, stride, hf, g, 0, x16, raw);
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++)
 #pragma GCC unroll 2
@@ -599,18 +636,22 @@ INLINE void sums_q2_K(const uint8_t *blk, size_t stride, const qt_block_q8_K *y,
 }
 
 /* s[r] = W[r] . y for the 16 rows, in the gemv order. */
-/* w: rows `stride` apart, super-blocks `step` apart (rows: the block
- * size; the x16 layout: 16 block sizes, rows one block size apart). */
-INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, size_t step, const qt_block_q8_K *y,
+#ifndef K_AHEAD
+#define K_AHEAD 1152
+#endif
+/* w: rows `stride` apart, or (x16) a group of the x16 layout. */
+INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const int x16, const qt_block_q8_K *y,
                    const uint32_t *pairs, const int q4k)
 {
     const int nb = n / QT_QK_K;
-    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
+    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K), step = x16 ? QT_X16_ROWS * bs : bs;
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, accm[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * step;
-        if (step != bs)
-            for (size_t o = 0; o < step; o += 64) _mm_prefetch((const char *)(blk + 2 * step + o), _MM_HINT_T0);
+        if (x16) {
+            if (K_AHEAD)
+                for (size_t o = 0; o < step; o += 64) _mm_prefetch((const char *)(blk + K_AHEAD + o), _MM_HINT_T0);
+        }
         else if (b + 2 < nb)
             prefetch_rows(blk + 2 * bs, stride, bs);
         const __m256 dy = _mm256_set1_ps(y[b].d);
@@ -619,9 +660,9 @@ INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, size_t step
             __m256i is, im;
             __m256 d, dmin;
             if (q4k)
-                sums_q4_K(blk + 8 * h * stride, stride, y + b, pairs + 4 * b, &is, &im, &d, &dmin);
+                sums_q4_K(blk, stride, h, x16, y + b, pairs + 4 * b, &is, &im, &d, &dmin);
             else
-                sums_q2_K(blk + 8 * h * stride, stride, y + b, &is, &im, &d, &dmin);
+                sums_q2_K(blk, stride, h, x16, y + b, &is, &im, &d, &dmin);
             acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(d, dy), acc[h]);
             accm[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(dmin, dy), accm[h]);
         }
@@ -660,14 +701,12 @@ static void prep_q4_K(int n, void *aux, const void *y)
 INLINE void run_k_any(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
                       const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k, const int x16)
 {
-    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
-    const size_t stride = x16 ? bs : w_stride, step = x16 ? QT_X16_ROWS * bs : bs;
     if (!gemm && ncols == 1)
-        gemv_k(n, s, w, stride, step, y, aux, q4k);
+        gemv_k(n, s, w, w_stride, x16, y, aux, q4k);
     else if (gemm)
-        run_k(n, ncols, 1, s, ldo, w, stride, step, y, y_stride, aux, aux_stride, q4k);
+        run_k(n, ncols, 1, s, ldo, w, w_stride, x16, y, y_stride, aux, aux_stride, q4k);
     else
-        run_k(n, ncols, 0, s, ldo, w, stride, step, y, y_stride, aux, aux_stride, q4k);
+        run_k(n, ncols, 0, s, ldo, w, w_stride, x16, y, y_stride, aux, aux_stride, q4k);
 }
 
 static void run_q4_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
