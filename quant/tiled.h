@@ -62,6 +62,17 @@ void qt_avx2_tiled_row(qt_type type, int n, const void *x, const void *y, size_t
                        size_t out_stride);
 #endif
 
+/* The same for 8 weight rows x_stride apart at once: out[c * out_stride
+ * + r], r < 8.  NULL where this CPU has no such kernel (then qt_tiled_row
+ * per row). */
+typedef void (*qt_tiled_rows8_fn)(qt_type type, int n, const void *x, size_t x_stride, const void *y, size_t y_stride,
+                                  int ncols, float *out, size_t out_stride);
+qt_tiled_rows8_fn qt_tiled_rows8(void);
+#if defined(__x86_64__)
+void qt_avx2_tiled_rows8(qt_type type, int n, const void *x, size_t x_stride, const void *y, size_t y_stride,
+                         int ncols, float *out, size_t out_stride);
+#endif
+
 /* llama.cpp's tinyBLAS (llamafile_sgemm) takes Q4_0, Q5_0, Q8_0 and IQ4_NL
  * weights that are not repacked when there are 2 or more columns: 8-lane
  * fma accumulation per block, then the 8-lane sum.  That equals vec_dot's

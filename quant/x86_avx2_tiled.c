@@ -9,6 +9,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 #include "blocks.h"
 #include "tiled.h"
@@ -60,6 +61,130 @@ void qt_avx2_tiled_row(qt_type type, int n, const void *vx, const void *vy, size
                 r = fmaf(-k.dmin, (float)imin, r);
             }
             out[c * out_stride] = fmaf(r, y->d, out[c * out_stride]);
+        }
+    }
+}
+
+/* ---- 8 rows at a time ------------------------------------------------------
+ * The same outputs for 8 weight rows, each in its own int32 lane: a
+ * super-block of the 8 rows is unpacked once and turned into row-per-lane
+ * form, then every column's block is read once for the 8 rows (the row
+ * kernel above reads every column's activations again per row, which at
+ * a prompt's 512 columns streams them from L3 for each row).  Integer
+ * sums exact as above: unsigned quants below 64 times |y| <= 128, two
+ * vpmaddubsw pair sums added in int16 (2 * 2 * 63 * 128 = 32256) before
+ * vpmaddwd against the scale; the float work per lane is the reference's. */
+
+/* v[k] lane r = dword k of the 32 bytes at p + r * stride (8 rows). */
+INLINE void load8x8(const uint8_t *p, size_t stride, __m256i v[8])
+{
+    for (int h = 0; h < 2; h++) {
+        __m256i a[4];
+        for (int i = 0; i < 4; i++)
+            a[i] = _mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p + 16 * h + i * stride))),
+                _mm_loadu_si128((const __m128i *)(p + 16 * h + (i + 4) * stride)), 1);
+        const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+        const __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+        v[4 * h] = _mm256_unpacklo_epi64(t0, t2);
+        v[4 * h + 1] = _mm256_unpackhi_epi64(t0, t2);
+        v[4 * h + 2] = _mm256_unpacklo_epi64(t1, t3);
+        v[4 * h + 3] = _mm256_unpackhi_epi64(t1, t3);
+    }
+}
+
+INLINE __m256i bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* The low (hi = 0) or high int16 of each lane in both halves. */
+INLINE __m256i both16(__m256i v, int hi)
+{
+    const __m256i w = hi ? _mm256_srli_epi32(v, 16) : _mm256_and_si256(v, _mm256_set1_epi32(0xffff));
+    return _mm256_or_si256(w, _mm256_slli_epi32(w, 16));
+}
+
+typedef struct rows8 {
+    __m256i u[64];   /* quants 4i..4i+3 of each row */
+    __m256i sp[8];   /* scale pairs (sc_2i, sc_2i+1) */
+    __m256i mp[8];   /* min pairs */
+    __m256 d, dmin;
+    int bias;
+    bool has_min;
+} rows8;
+
+/* Super-block b of the 8 rows (x: row 0, rows x_stride apart); 0 where
+ * the type is not a K-quant. */
+static size_t pack_rows8(qt_type type, const uint8_t *x, size_t x_stride, int b, rows8 *p)
+{
+    qt_tiled_block k[8];
+    size_t size = 0;
+    float d[8], dmin[8];
+    for (int r = 0; r < 8; r++) {
+        size = qt_tiled_unpack(type, x + r * x_stride + b * qt_get(type)->type_size, &k[r]);
+        if (!size) return 0;
+        d[r] = k[r].d;
+        dmin[r] = k[r].dmin;
+    }
+    for (int i = 0; i < 8; i++) load8x8(k[0].q + 32 * i, sizeof k[0], &p->u[8 * i]);
+    __m256i v[8];
+    load8x8((const uint8_t *)k[0].sc, sizeof k[0], v);
+    for (int i = 0; i < 8; i++) p->sp[i] = v[i];
+    load8x8((const uint8_t *)k[0].m, sizeof k[0], v);
+    for (int i = 0; i < 8; i++) p->mp[i] = v[i];
+    p->d = _mm256_loadu_ps(d);
+    p->dmin = _mm256_loadu_ps(dmin);
+    p->bias = k[0].bias;
+    p->has_min = k[0].has_min;
+    return size;
+}
+
+void qt_avx2_tiled_rows8(qt_type type, int n, const void *vx, size_t x_stride, const void *vy, size_t y_stride,
+                         int ncols, float *out, size_t out_stride)
+{
+    const uint8_t *x = vx;
+    for (int c = 0; c < ncols; c++) _mm256_storeu_ps(out + c * out_stride, _mm256_setzero_ps());
+    for (int b = 0; b < n / QT_QK_K; b++) {
+        rows8 p;
+        if (!pack_rows8(type, x, x_stride, b, &p)) {
+            for (int c = 0; c < ncols; c++) _mm256_storeu_ps(out + c * out_stride, _mm256_set1_ps(NAN));
+            return;
+        }
+        __m256i sw[16];
+        for (int j = 0; j < 16; j++) sw[j] = both16(p.sp[j / 2], j % 2);
+        for (int c = 0; c < ncols; c++) {
+            const qt_block_q8_K *y = (const qt_block_q8_K *)((const uint8_t *)vy + c * y_stride) + b;
+            __m256i is = _mm256_setzero_si256();
+            for (int j = 0; j < 16; j++) {
+                const int8_t *yq = y->qs + 16 * j;
+                const __m256i s0 = _mm256_add_epi16(_mm256_maddubs_epi16(p.u[4 * j], bcast4(yq)),
+                                                    _mm256_maddubs_epi16(p.u[4 * j + 1], bcast4(yq + 4)));
+                const __m256i s1 = _mm256_add_epi16(_mm256_maddubs_epi16(p.u[4 * j + 2], bcast4(yq + 8)),
+                                                    _mm256_maddubs_epi16(p.u[4 * j + 3], bcast4(yq + 12)));
+                is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(s0, sw[j]), _mm256_madd_epi16(s1, sw[j])));
+            }
+            __m256i bsp[8];
+            for (int i = 0; i < 8; i++) {
+                int32_t pair;
+                memcpy(&pair, y->bsums + 2 * i, sizeof pair);
+                bsp[i] = _mm256_set1_epi32(pair);
+            }
+            if (p.bias) {
+                __m256i corr = _mm256_setzero_si256();
+                for (int i = 0; i < 8; i++) corr = _mm256_add_epi32(corr, _mm256_madd_epi16(p.sp[i], bsp[i]));
+                is = _mm256_sub_epi32(is, _mm256_mullo_epi32(corr, _mm256_set1_epi32(p.bias)));
+            }
+            __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(is), p.d);
+            if (p.has_min) {
+                __m256i imin = _mm256_setzero_si256();
+                for (int i = 0; i < 8; i++) imin = _mm256_add_epi32(imin, _mm256_madd_epi16(p.mp[i], bsp[i]));
+                r = _mm256_fnmadd_ps(p.dmin, _mm256_cvtepi32_ps(imin), r);
+            }
+            float *o = out + c * out_stride;
+            _mm256_storeu_ps(o, _mm256_fmadd_ps(r, _mm256_set1_ps(y->d), _mm256_loadu_ps(o)));
         }
     }
 }

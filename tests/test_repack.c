@@ -233,7 +233,7 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
 }
 
 /* The tiled order's kernel for this CPU against its reference. */
-static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_type type) {
+static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_tiled_rows8_fn rows8, qt_type type) {
     const qt_tiled_row_fn ref = qt_tiled_row_ref();
     char name[128];
     for (int sc = 0; sc < SC_COUNT; sc++) {
@@ -250,6 +250,23 @@ static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_type type) 
             k(type, n, w, y, y_stride, ncols, b, 1);
             for (int c = 0; c < ncols; c++)
                 CHECK(same_bits(a[c], b[c]), "nb=%d col %d: ref %a, kernel %a", nb, c, a[c], b[c]);
+            free(w);
+            free(y);
+            if (!rows8) continue;
+            /* 8 rows at once: every row and column as the reference */
+            const size_t x_stride = qt_row_size(type, n) + 16 * (size_t)rng_below(3);
+            w = xmalloc(x_stride * 8);
+            y = xmalloc(y_stride * ncols);
+            for (int r = 0; r < 8; r++) fill_weights(type, w + r * x_stride, nb, sc);
+            for (int c = 0; c < ncols; c++) fill_acts(QT_Q8_K, y + c * y_stride, nb, sc);
+            float o8[16 * 9];
+            rows8(type, n, w, x_stride, y, y_stride, ncols, o8, 9);
+            for (int r = 0; r < 8; r++) {
+                ref(type, n, w + r * x_stride, y, y_stride, ncols, a, 1);
+                for (int c = 0; c < ncols; c++)
+                    CHECK(same_bits(a[c], o8[9 * c + r]), "rows8 nb=%d row %d col %d: ref %a, kernel %a", nb, r, c,
+                          a[c], o8[9 * c + r]);
+            }
             free(w);
             free(y);
         }
@@ -527,7 +544,7 @@ int main(void) {
     const qt_type kquants[] = {QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
     for (size_t i = 0; i < sizeof kquants / sizeof kquants[0]; i++) {
 #if defined(__x86_64__)
-        if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2)) test_tiled_vs_ref("avx2", qt_avx2_tiled_row, kquants[i]);
+        if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2)) test_tiled_vs_ref("avx2", qt_avx2_tiled_row, qt_avx2_tiled_rows8, kquants[i]);
 #endif
     }
     const char *fixtures[] = {"repack_q4_0", "repack_q4_k", "repack_q2_k", "repack_iq4_nl", "tinyblas_iq4_nl",
