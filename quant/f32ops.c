@@ -147,6 +147,7 @@ const qt_f32_ops *qt_f32(void)
 #if defined(__x86_64__)
     const qt_isa isa = qt_isa_active();
     if (isa == QT_ISA_AVX512 || isa == QT_ISA_AVX512_VNNI) return &qt_f32_avx512;
+    if (isa == QT_ISA_AVX2 || isa == QT_ISA_AVX2_VNNI) return &qt_f32_avx2;
 #endif
 #if defined(__aarch64__)
     if (qt_isa_active() != QT_ISA_SCALAR) return &qt_f32_neon;

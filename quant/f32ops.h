@@ -63,6 +63,7 @@ float qt_reduce16(const float a[16]);
 
 #if defined(__x86_64__)
 extern const qt_f32_ops qt_f32_avx512;
+extern const qt_f32_ops qt_f32_avx2; /* dot, exp16, softmax, swiglu; pv: the reference's */
 #endif
 #if defined(__aarch64__)
 extern const qt_f32_ops qt_f32_neon; /* quant/arm_neon.c */

@@ -235,6 +235,10 @@ int main(void)
         check_set(&qt_f32_avx512), check_rmsnorm(&qt_f32_avx512), check_rope(&qt_f32_avx512);
     else
         printf("SKIP avx512 f32 kernels: CPU lacks AVX-512\n");
+    if (cpu->avx2 && cpu->fma)
+        check_set(&qt_f32_avx2), check_rmsnorm(&qt_f32_avx2), check_rope(&qt_f32_avx2);
+    else
+        printf("SKIP avx2 f32 kernels: CPU lacks AVX2\n");
 #endif
 #if defined(__aarch64__)
     if (qt_cpu()->neon)
