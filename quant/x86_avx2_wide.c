@@ -639,6 +639,61 @@ INLINE void sums_q2_K(const uint8_t *blk, size_t stride, int hf, const int x16, 
 #ifndef K_AHEAD
 #define K_AHEAD 1152
 #endif
+/* Q4_K from the x16 layout, both halves together: each activation
+ * broadcast serves the two halves' products, and the loop keeps 16
+ * registers' worth of live values (two halves' full sums_q4_K each spill). */
+INLINE void gemv_q4_K_x16(int n, float *s, const uint8_t *w, const qt_block_q8_K *y, const uint32_t *pairs)
+{
+    const int nb = n / QT_QK_K;
+    const size_t step = QT_X16_ROWS * sizeof(qt_block_q4_K);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, accm0 = acc0, accm1 = acc0;
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = w + (size_t)b * step;
+        if (K_AHEAD)
+            for (size_t o = 0; o < step; o += 64) _mm_prefetch((const char *)(blk + K_AHEAD + o), _MM_HINT_T0);
+        __m256i h0[4], h1[4];
+        k_head(blk, 0, 0, 1, h0);
+        k_head(blk, 0, 1, 1, h1);
+        __m256i is0 = _mm256_setzero_si256(), is1 = is0, im0 = is0, im1 = is0;
+        for (int g = 0; g < 4; g++) {
+            const uint8_t *q = blk + X16_Q4_QS + (size_t)(8 * g) * 64;
+            const int8_t *yq = y[b].qs + 64 * g;
+            __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const __m256i r0 = _mm256_loadu_si256((const __m256i *)(q + 64 * k));
+                const __m256i r1 = _mm256_loadu_si256((const __m256i *)(q + 64 * k + 32));
+                const __m256i yl = bcast4(yq + 4 * k), yh = bcast4(yq + 32 + 4 * k);
+                lo0 = _mm256_add_epi16(lo0, _mm256_maddubs_epi16(_mm256_and_si256(r0, m4), yl));
+                lo1 = _mm256_add_epi16(lo1, _mm256_maddubs_epi16(_mm256_and_si256(r1, m4), yl));
+                hi0 = _mm256_add_epi16(hi0, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r0, 4), m4), yh));
+                hi1 = _mm256_add_epi16(hi1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r1, 4), m4), yh));
+            }
+            const __m256i pair = _mm256_set1_epi32((int)pairs[4 * b + g]);
+            __m256i sc0 = q4_K_scale(h0[1], h0[2], h0[3], 2 * g, 0), sc1 = q4_K_scale(h0[1], h0[2], h0[3], 2 * g + 1, 0);
+            is0 = _mm256_add_epi32(is0, _mm256_add_epi32(_mm256_madd_epi16(lo0, pair16(sc0, sc0)),
+                                                         _mm256_madd_epi16(hi0, pair16(sc1, sc1))));
+            im0 = _mm256_add_epi32(im0, _mm256_madd_epi16(pair16(q4_K_scale(h0[1], h0[2], h0[3], 2 * g, 1),
+                                                                 q4_K_scale(h0[1], h0[2], h0[3], 2 * g + 1, 1)),
+                                                          pair));
+            sc0 = q4_K_scale(h1[1], h1[2], h1[3], 2 * g, 0), sc1 = q4_K_scale(h1[1], h1[2], h1[3], 2 * g + 1, 0);
+            is1 = _mm256_add_epi32(is1, _mm256_add_epi32(_mm256_madd_epi16(lo1, pair16(sc0, sc0)),
+                                                         _mm256_madd_epi16(hi1, pair16(sc1, sc1))));
+            im1 = _mm256_add_epi32(im1, _mm256_madd_epi16(pair16(q4_K_scale(h1[1], h1[2], h1[3], 2 * g, 1),
+                                                                 q4_K_scale(h1[1], h1[2], h1[3], 2 * g + 1, 1)),
+                                                          pair));
+        }
+        const __m256 dy = _mm256_set1_ps(y[b].d);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is0), _mm256_mul_ps(halves(h0[0], 0), dy), acc0);
+        accm0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im0), _mm256_mul_ps(halves(h0[0], 1), dy), accm0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is1), _mm256_mul_ps(halves(h1[0], 0), dy), acc1);
+        accm1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im1), _mm256_mul_ps(halves(h1[0], 1), dy), accm1);
+    }
+    _mm256_storeu_ps(s, _mm256_sub_ps(acc0, accm0));
+    _mm256_storeu_ps(s + 8, _mm256_sub_ps(acc1, accm1));
+}
+
 /* w: rows `stride` apart, or (x16) a group of the x16 layout. */
 INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const int x16, const qt_block_q8_K *y,
                    const uint32_t *pairs, const int q4k)
@@ -701,7 +756,9 @@ static void prep_q4_K(int n, void *aux, const void *y)
 INLINE void run_k_any(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
                       const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k, const int x16)
 {
-    if (!gemm && ncols == 1)
+    if (!gemm && ncols == 1 && q4k && x16)
+        gemv_q4_K_x16(n, s, w, y, aux);
+    else if (!gemm && ncols == 1)
         gemv_k(n, s, w, w_stride, x16, y, aux, q4k);
     else if (gemm)
         run_k(n, ncols, 1, s, ldo, w, w_stride, x16, y, y_stride, aux, aux_stride, q4k);
