@@ -532,7 +532,7 @@ int main(void) {
         const struct { const char *name; qt_isa isa; const qt_rp_wide *const *table; } wide[] = {
             {"avx2", QT_ISA_AVX2, qt_rp_wide_avx2}, {"avx512", QT_ISA_AVX512, qt_rp_wide_avx512},
             {"avx512-vnni", QT_ISA_AVX512_VNNI, qt_rp_wide_avx512_vnni}};
-        for (size_t j = 0; j < 2; j++) {
+        for (size_t j = 0; j < sizeof wide / sizeof wide[0]; j++) {
             if (!wide[j].table[repacked[i]]) continue;
             if (qt_isa_supported(qt_cpu(), wide[j].isa))
                 test_wide_vs_ref(wide[j].name, wide[j].table, repacked[i]);
@@ -544,7 +544,8 @@ int main(void) {
     const qt_type kquants[] = {QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
     for (size_t i = 0; i < sizeof kquants / sizeof kquants[0]; i++) {
 #if defined(__x86_64__)
-        if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2)) test_tiled_vs_ref("avx2", qt_avx2_tiled_row, qt_avx2_tiled_rows8, kquants[i]);
+        if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2))
+            test_tiled_vs_ref("avx2", qt_avx2_tiled_row, qt_avx2_tiled_rows8, kquants[i]);
 #endif
     }
     const char *fixtures[] = {"repack_q4_0", "repack_q4_k", "repack_q2_k", "repack_iq4_nl", "tinyblas_iq4_nl",
