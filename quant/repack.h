@@ -118,6 +118,23 @@ static inline size_t qt_x16_scales(int b, int nb)
     const int in_pair = nb - b / 2 * 2 < 2 ? 1 : 2;
     return (size_t)(b / 2) * 576 + (size_t)in_pair * 256 + (size_t)(b % 2) * 32;
 }
+/* Per-column side data the wide kernels share across ISAs (prep):
+ * Q4_0/IQ4_NL blocks: the widened activation scale and -(offset) *
+ * sum(y) (qt_rp_prep_q8_0, AVX2 code: x86 only); Q4_K: per super-block
+ * and group g the int16 pair (b0, b1) the mins multiply, b0 = bsums 4g +
+ * 4g+1, b1 = bsums 4g+2 + 4g+3, wrapped to int16 as the reference forms
+ * them; Q2_K: none (Q8_K carries its scale and bsums). */
+typedef struct qt_rp_col_block {
+    float d;
+    int32_t off;
+} qt_rp_col_block;
+size_t qt_rp_aux_q8_0(int n);
+void qt_rp_prep_q8_0(int n, void *aux, const void *y, int off_scale);
+size_t qt_rp_aux_q4_K(int n);
+void qt_rp_prep_q4_K(int n, void *aux, const void *y);
+size_t qt_rp_aux_none(int n);
+void qt_rp_prep_none(int n, void *aux, const void *y);
+
 /* Whether this type has the x16 layout and this CPU a kernel for it. */
 bool qt_x16_available(qt_type type);
 /* Writes the group of 16 rows (row r at rows + r * row_stride, n elements

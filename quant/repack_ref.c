@@ -251,6 +251,30 @@ const qt_rp_wide *qt_repack_wide(qt_type type)
     return NULL;
 }
 
+size_t qt_rp_aux_q8_0(int n) { return (size_t)(n / QT_QK8_0) * sizeof(qt_rp_col_block); }
+
+size_t qt_rp_aux_q4_K(int n) { return (size_t)(n / QT_QK_K) * 4 * sizeof(uint32_t); }
+
+void qt_rp_prep_q4_K(int n, void *aux, const void *y)
+{
+    const qt_block_q8_K *yb = y;
+    uint32_t *pairs = aux;
+    for (int b = 0; b < n / QT_QK_K; b++)
+        for (int g = 0; g < 4; g++) {
+            const int16_t b0 = (int16_t)(yb[b].bsums[4 * g] + yb[b].bsums[4 * g + 1]);
+            const int16_t b1 = (int16_t)(yb[b].bsums[4 * g + 2] + yb[b].bsums[4 * g + 3]);
+            pairs[4 * b + g] = (uint16_t)b0 | (uint32_t)(uint16_t)b1 << 16;
+        }
+}
+
+size_t qt_rp_aux_none(int n)
+{
+    (void)n;
+    return 0;
+}
+
+void qt_rp_prep_none(int n, void *aux, const void *y) { (void)n, (void)aux, (void)y; }
+
 bool qt_x16_available(qt_type type)
 {
     const qt_rp_wide *w = qt_repack_wide(type);

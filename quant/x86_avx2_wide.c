@@ -97,15 +97,10 @@ INLINE void prefetch_rows(const uint8_t *p, size_t stride, size_t bytes)
 
 /* ---- Q4_0 ------------------------------------------------------------------ */
 
-/* What a column contributes to every row's block b (repack.h, prep). */
-typedef struct col_block {
-    float d;     /* the activation block's scale, widened */
-    int32_t off; /* -8 * sum(y): the integer correction */
-} col_block;
+typedef qt_rp_col_block col_block;
 
-static size_t aux_bytes_q4_0(int n) { return (size_t)(n / QT_QK8_0) * sizeof(col_block); }
-
-static void prep_q4_0(int n, void *aux, const void *vy)
+/* off_scale * sum(y) per block, negated, and the widened scale. */
+void qt_rp_prep_q8_0(int n, void *aux, const void *vy, int off_scale)
 {
     const qt_block_q8_0 *y = vy;
     col_block *a = aux;
@@ -117,9 +112,11 @@ static void prep_q4_0(int n, void *aux, const void *vy)
         const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
         const int sum = (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 128 * QT_QK8_0;
         a[b].d = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(y[b].d)));
-        a[b].off = -8 * sum;
+        a[b].off = -off_scale * sum;
     }
 }
+
+static void prep_q4_0(int n, void *aux, const void *y) { qt_rp_prep_q8_0(n, aux, y, 8); }
 
 #define BLOCK 18 /* Q4_0: f16 d, 16 bytes of nibbles (j low, j + 16 high) */
 _Static_assert(sizeof(qt_block_q4_0) == BLOCK, "block layout");
@@ -724,32 +721,6 @@ INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const int x
     _mm256_storeu_ps(s + 8, _mm256_sub_ps(acc[1], accm[1]));
 }
 
-/* Q2_K: Q8_K carries its scale as f32 and its bsums: no side data. */
-static size_t aux_none(int n)
-{
-    (void)n;
-    return 0;
-}
-
-static void prep_none(int n, void *aux, const void *y) { (void)n, (void)aux, (void)y; }
-
-/* Q4_K: per super-block and group g, the int16 pair (b0, b1) the mins
- * multiply, b0 = bsums 4g + 4g+1 and b1 = bsums 4g+2 + 4g+3 wrapped to
- * int16 as the reference forms them. */
-static size_t aux_q4_K(int n) { return (size_t)(n / QT_QK_K) * 4 * sizeof(uint32_t); }
-
-static void prep_q4_K(int n, void *aux, const void *y)
-{
-    const qt_block_q8_K *yb = y;
-    uint32_t *pairs = aux;
-    for (int b = 0; b < n / QT_QK_K; b++)
-        for (int g = 0; g < 4; g++) {
-            const int16_t b0 = (int16_t)(yb[b].bsums[4 * g] + yb[b].bsums[4 * g + 1]);
-            const int16_t b1 = (int16_t)(yb[b].bsums[4 * g + 2] + yb[b].bsums[4 * g + 3]);
-            pairs[4 * b + g] = (uint16_t)b0 | (uint32_t)(uint16_t)b1 << 16;
-        }
-}
-
 /* Rows w_stride apart, or (x16) a group in the K-quants' x16 layout. */
 INLINE void run_k_any(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
                       const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k, const int x16)
@@ -788,9 +759,9 @@ static void run_x16_q2_K(int n, int ncols, bool gemm, float *s, size_t ldo, cons
     run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, aux_stride, 0, 1);
 }
 
-static const qt_rp_wide wide_q4_0 = {aux_bytes_q4_0, prep_q4_0, run_q4_0, run_x16_q4_0};
-static const qt_rp_wide wide_q4_K = {aux_q4_K, prep_q4_K, run_q4_K, run_x16_q4_K};
-static const qt_rp_wide wide_q2_K = {aux_none, prep_none, run_q2_K, run_x16_q2_K};
+static const qt_rp_wide wide_q4_0 = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0};
+static const qt_rp_wide wide_q4_K = {qt_rp_aux_q4_K, qt_rp_prep_q4_K, run_q4_K, run_x16_q4_K};
+static const qt_rp_wide wide_q2_K = {qt_rp_aux_none, qt_rp_prep_none, run_q2_K, run_x16_q2_K};
 
 const qt_rp_wide *const qt_rp_wide_avx2[QT_COUNT] = {
     [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &wide_q4_K, [QT_Q2_K] = &wide_q2_K};

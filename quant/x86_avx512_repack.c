@@ -39,42 +39,10 @@
 #define MAX_COLS 8
 
 /* What a column contributes to every row's block b (repack.h, prep). */
-typedef struct col_block {
-    float d;     /* the activation block's scale, widened */
-    int32_t off; /* -(offset) * sum(y): the integer correction */
-} col_block;
+typedef qt_rp_col_block col_block;
 
-INLINE float f16(uint16_t h)
-{
-    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
-}
-
-/* ---- per-column side data ----------------------------------------------- */
-
-static size_t aux_bytes_q8_0(int n)
-{
-    return (size_t)(n / QT_QK8_0) * sizeof(col_block);
-}
-
-/* `off_scale` * sum(y) per block, negated, and the widened scale. */
-INLINE void prep_q8_0(int n, void *aux, const void *vy, int off_scale)
-{
-    const qt_block_q8_0 *y = vy;
-    col_block *a = aux;
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
-    for (int b = 0; b < n / QT_QK8_0; b++) {
-        /* y ^ 0x80 is y + 128 unsigned, which vpsadbw sums exactly */
-        const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)y[b].qs), bias),
-                                          _mm256_setzero_si256());
-        const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-        const int sum = (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 128 * QT_QK8_0;
-        a[b].d = f16(y[b].d);
-        a[b].off = -off_scale * sum;
-    }
-}
-
-static void prep_q4_0(int n, void *aux, const void *y) { prep_q8_0(n, aux, y, 8); }
-static void prep_iq4_nl(int n, void *aux, const void *y) { prep_q8_0(n, aux, y, 128); }
+static void prep_q4_0(int n, void *aux, const void *y) { qt_rp_prep_q8_0(n, aux, y, 8); }
+static void prep_iq4_nl(int n, void *aux, const void *y) { qt_rp_prep_q8_0(n, aux, y, 128); }
 
 /* ---- the kernel ------------------------------------------------------------ */
 
@@ -390,9 +358,9 @@ static void run_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, c
     run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 1, 0);
 }
 
-static const qt_rp_wide wide_q4_0 = {aux_bytes_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0};
-static const qt_rp_wide wide_q4_0_vnni = {aux_bytes_q8_0, prep_q4_0, run_q4_0_vnni, run_x16_q4_0_vnni};
-static const qt_rp_wide wide_iq4_nl_vnni = {aux_bytes_q8_0, prep_iq4_nl, run_iq4_nl_vnni, run_x16_iq4_nl_vnni};
+static const qt_rp_wide wide_q4_0 = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0};
+static const qt_rp_wide wide_q4_0_vnni = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0_vnni, run_x16_q4_0_vnni};
+static const qt_rp_wide wide_iq4_nl_vnni = {qt_rp_aux_q8_0, prep_iq4_nl, run_iq4_nl_vnni, run_x16_iq4_nl_vnni};
 
 const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT] = {
     [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &qt_rp_wide_q4_K_avx512, [QT_Q2_K] = &qt_rp_wide_q2_K_avx512};

@@ -379,35 +379,6 @@ INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const qt_bl
     _mm512_storeu_ps(s, _mm512_sub_ps(acc, accm));
 }
 
-/* Q2_K: Q8_K carries its scale as f32 and its bsums: no side data. */
-static size_t aux_none(int n)
-{
-    (void)n;
-    return 0;
-}
-
-static void prep_none(int n, void *aux, const void *y)
-{
-    (void)n, (void)aux, (void)y;
-}
-
-/* Q4_K: per super-block and group g, the int16 pair (b0, b1) the mins
- * multiply, b0 = bsums 4g + 4g+1 and b1 = bsums 4g+2 + 4g+3 wrapped to
- * int16 as the reference forms them; the kernel broadcasts it. */
-static size_t aux_q4_K(int n) { return (size_t)(n / QT_QK_K) * 4 * sizeof(uint32_t); }
-
-static void prep_q4_K(int n, void *aux, const void *y)
-{
-    const qt_block_q8_K *yb = y;
-    uint32_t *pairs = aux;
-    for (int b = 0; b < n / QT_QK_K; b++)
-        for (int g = 0; g < 4; g++) {
-            const int16_t b0 = (int16_t)(yb[b].bsums[4 * g] + yb[b].bsums[4 * g + 1]);
-            const int16_t b1 = (int16_t)(yb[b].bsums[4 * g + 2] + yb[b].bsums[4 * g + 3]);
-            pairs[4 * b + g] = (uint16_t)b0 | (uint32_t)(uint16_t)b1 << 16;
-        }
-}
-
 #define WIDE_K(name, q4k, vnni, aux_bytes, prep)                                                           \
     static void run_##name(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, \
                            const void *y, size_t y_stride, const void *aux, size_t aux_stride)                \
@@ -421,9 +392,9 @@ static void prep_q4_K(int n, void *aux, const void *y)
     }                                                                                                      \
     const qt_rp_wide qt_rp_wide_##name = {aux_bytes, prep, run_##name, NULL};
 
-WIDE_K(q4_K_avx512, 1, 0, aux_q4_K, prep_q4_K)
-WIDE_K(q4_K_avx512_vnni, 1, 1, aux_q4_K, prep_q4_K)
-WIDE_K(q2_K_avx512, 0, 0, aux_none, prep_none)
-WIDE_K(q2_K_avx512_vnni, 0, 1, aux_none, prep_none)
+WIDE_K(q4_K_avx512, 1, 0, qt_rp_aux_q4_K, qt_rp_prep_q4_K)
+WIDE_K(q4_K_avx512_vnni, 1, 1, qt_rp_aux_q4_K, qt_rp_prep_q4_K)
+WIDE_K(q2_K_avx512, 0, 0, qt_rp_aux_none, qt_rp_prep_none)
+WIDE_K(q2_K_avx512_vnni, 0, 1, qt_rp_aux_none, qt_rp_prep_none)
 
 #endif
