@@ -13,6 +13,7 @@
 
 #include "blocks.h"
 #include "tiled.h"
+#include "x86_avx2_rows.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -74,31 +75,6 @@ void qt_avx2_tiled_row(qt_type type, int n, const void *vx, const void *vy, size
  * sums exact as above: unsigned quants below 64 times |y| <= 128, two
  * vpmaddubsw pair sums added in int16 (2 * 2 * 63 * 128 = 32256) before
  * vpmaddwd against the scale; the float work per lane is the reference's. */
-
-/* v[k] lane r = dword k of the 32 bytes at p + r * stride (8 rows). */
-INLINE void load8x8(const uint8_t *p, size_t stride, __m256i v[8])
-{
-    for (int h = 0; h < 2; h++) {
-        __m256i a[4];
-        for (int i = 0; i < 4; i++)
-            a[i] = _mm256_inserti128_si256(
-                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p + 16 * h + i * stride))),
-                _mm_loadu_si128((const __m128i *)(p + 16 * h + (i + 4) * stride)), 1);
-        const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
-        const __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
-        v[4 * h] = _mm256_unpacklo_epi64(t0, t2);
-        v[4 * h + 1] = _mm256_unpackhi_epi64(t0, t2);
-        v[4 * h + 2] = _mm256_unpacklo_epi64(t1, t3);
-        v[4 * h + 3] = _mm256_unpackhi_epi64(t1, t3);
-    }
-}
-
-INLINE __m256i bcast4(const int8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32(v);
-}
 
 /* The low (hi = 0) or high int16 of each lane in both halves. */
 INLINE __m256i both16(__m256i v, int hi)
