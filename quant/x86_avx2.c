@@ -164,6 +164,13 @@ INSTANTIATE(q8_0)
 #define TILE_WIDE 0
 #include "x86_tile.inc"
 
+/* Without VNNI, Q8_0's tiles have their own kernel (x86_avx2_tile_q8_0.c),
+ * the generic one taking what it cannot. */
+static void tile_q8_0_avx2(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys,
+                           int nc) {
+    qt_avx2_tile_q8_0(n, s, ldo, x, xs, nr, y, ys, nc, tile_q8_0);
+}
+
 /* ---- float dot products ------------------------------------------------ *
  * Products of two halves (11-bit significands) or two bfloat16s are exact
  * in float, so only the sums round: four accumulators of eight lanes. */
@@ -288,10 +295,10 @@ INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out
 /* ---- tables ------------------------------------------------------------- */
 
 const qt_kernels qt_kernels_avx2 =
-    QT_X86_TABLE("avx2", , qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
+    QT_X86_TABLE("avx2", , tile_q8_0_avx2, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
                  NULL);
 const qt_kernels qt_kernels_avx2_vnni =
-    QT_X86_TABLE("avx2-vnni", _vnni, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
+    QT_X86_TABLE("avx2-vnni", _vnni, tile_q8_0_vnni, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
                  NULL);
 
 #else

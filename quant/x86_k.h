@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "types.h"
+
 #if defined(__x86_64__)
 
 void qt_avx2_vec_dot_q2_K_q8_K(int n, float *s, const void *x, const void *y);
@@ -19,6 +21,10 @@ void qt_avx2_vec_dot_q4_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_avx2_vec_dot_q5_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_avx2_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_avx2_quantize_q8_K(const float *src, void *dst, int64_t n);
+/* Q8_0's vec_dot_tile for AVX2 without VNNI (x86_avx2_tile_q8_0.c); the
+ * columns it cannot take in its own way go to `exact`, the generic tile. */
+void qt_avx2_tile_q8_0(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys,
+                       int nc, qt_vec_dot_tile_fn exact);
 
 void qt_avx512_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_avx512_vec_dot_tile_q6_K_q8_K(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y,

@@ -150,6 +150,19 @@ static void fill_random_blocks(const qtype *t, uint8_t *x, uint8_t *y, int nb) {
     }
 }
 
+/* nb activation blocks as the activation quantizer writes them, from
+ * floats of a random spread per block. */
+static void fill_quantized_columns(const qtype *t, uint8_t *y, int nb) {
+    const qt_traits *at = qt_get(t->a);
+    for (int i = 0; i < nb; i++) {
+        float v[32];
+        const double spread = 0.01 + 10.0 * rng_below(100) / 100.0;
+        for (int j = 0; j < 32; j++)
+            v[j] = (float)(rng_normal() * spread);
+        at->quantize_act(v, y + t->a_size * (size_t)i, 32);
+    }
+}
+
 static void fill_adversarial_blocks(const qtype *t, int kind, uint8_t *x, uint8_t *y, int nb) {
     if (kind == ADV_ZERO) {
         memset(x, 0, t->w_size * (size_t)nb);
@@ -281,9 +294,12 @@ static void test_quant_tile(qt_isa isa, const qtype *t) {
     const size_t xs = t->w_size * (size_t)(max_nb + 1), ys = t->a_size * (size_t)(max_nb + 1);
     buf bx = buf_new(xs * TILE_MAX_R, 2), by = buf_new(ys * TILE_MAX_C, 2);
     buf sx = buf_new(t->w_size * (size_t)max_nb, 2), sy = buf_new(t->a_size * (size_t)max_nb, 2);
-    for (int scenario = -1; scenario < ADV_COUNT; scenario++) {
+    /* -2: every column as the activation quantizer writes it (Q8_0 never
+     * -128, which kernels may rely on), rows of random bytes */
+    for (int scenario = -2; scenario < ADV_COUNT; scenario++) {
         snprintf(name, sizeof name, "%s/vec_dot_tile_%s_%s/%s", set_names[isa], qt_get(t->w)->name,
-                 qt_get(t->a)->name, scenario < 0 ? "random" : adv_names[scenario]);
+                 qt_get(t->a)->name,
+                 scenario == -2 ? "quantized-columns" : scenario < 0 ? "random" : adv_names[scenario]);
         TEST_BEGIN(name);
         CHECK(k->vec_dot_tile[t->w] != NULL, "no kernel");
         for (size_t li = 0; li < N_TILE_LENGTHS && k->vec_dot_tile[t->w]; li++) {
@@ -298,7 +314,9 @@ static void test_quant_tile(qt_isa isa, const qtype *t) {
                     fill_adversarial_blocks(t, scenario, x + xs * (size_t)r, sy.p, nb);
             }
             for (int c = 0; c < TILE_MAX_C; c++) {
-                if (scenario < 0)
+                if (scenario == -2)
+                    fill_quantized_columns(t, y + ys * (size_t)c, nb);
+                else if (scenario < 0)
                     fill_random_blocks(t, sx.p, y + ys * (size_t)c, nb);
                 else
                     fill_adversarial_blocks(t, scenario, sx.p, y + ys * (size_t)c, nb);

@@ -1,0 +1,239 @@
+/* x86_avx2_tile_q8_0.c - Q8_0 weights times many Q8_0 activation columns
+ * on AVX2 without VNNI, each output bit-identical to the AVX2 vec_dot.
+ *
+ * Compiled with -mavx2 -mfma -mf16c; reached through x86_avx2.c's table
+ * (its tile_q8_0).  Prompt processing of a Q8_0 model is almost all this.
+ *
+ * vec_dot's order per output: per block, the 8 exact int32 sums of
+ * products 4k..4k+3, d = dx·dy rounded once, acc = fma(d, lanes, acc),
+ * hsum_ps at the end.  x86_tile.inc's generic tile keeps that order but
+ * pays, per block of a 2x4 tile, a scalar gather and conversion of both
+ * sides' scales and a sign extension of every column: more than the
+ * products themselves.  Here the rows' scales are converted once per 32
+ * rows, each group of 3 columns is copied once (aligned, with its scales)
+ * for all of them, the tile is 4 rows by 3 columns (12 accumulators, a
+ * row's w and |w| and 2 temporaries fill the 16 registers), and each pair
+ * costs five vector operations: vpsignb, vpmaddubsw, vpmaddwd, cvt, fma.
+ * On a Zen 3 (2 threads, tl-q8_0 pp512, alternated with llama.cpp) that
+ * took qlm from 0.6x llama.cpp's speed to about 1.0x; llama.cpp's tinyBLAS
+ * does the same float work per pair, which bounds both.
+ *
+ * The products are maddubs(|w|, sign(y, w)): |w| <= 128 unsigned, and
+ * sign(y, w) is exact while y != -128, so each int16 pair sum is at most
+ * 2·128·127 and never saturates; the lanes equal the exact sums.  qlm's Q8
+ * quantizers never write -128, but a column holding it (tests do) goes to
+ * the exact-in-every-case kernel the caller passes. */
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "fp16.h"
+#include "x86_k.h"
+
+#define INLINE static inline __attribute__((always_inline))
+#define QT_X86_DPBUSD "%{vex%} vpdpbusd %2, %1, %0"
+#include "x86_simd.h"
+
+enum {
+    TR = 4,            /* rows per tile */
+    TC = 3,            /* columns per tile */
+    CHUNK_ROWS = 32,   /* rows whose scales are converted together */
+    MAX_BLOCKS = 512,  /* rows of up to 16384 values; longer go to `exact` */
+};
+
+/* A group of up to TC columns as the tiles read it: block b's quants of
+ * column c at q[b][c] (aligned: a block's 32 bytes at a 34-byte stride
+ * straddle cache lines half the time, and each straddling load costs two),
+ * its scale at d[b][c]. */
+typedef struct group {
+    uint8_t q[MAX_BLOCKS][TC][32] __attribute__((aligned(32)));
+    float d[MAX_BLOCKS][4] __attribute__((aligned(16)));
+} group;
+
+INLINE float half_at(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* Packs columns yc[0..TC) (the last repeated past nc); returns whether
+ * any of them holds the byte -128. */
+static int pack_group(const uint8_t *const yc[TC], int nb, group *g)
+{
+    const __m256i m = _mm256_set1_epi8((char)0x80);
+    __m256i any = _mm256_setzero_si256();
+    for (int b = 0; b < nb; b++)
+        for (int c = 0; c < TC; c++) {
+            const uint8_t *blk = yc[c] + (size_t)b * sizeof(qt_block_q8_0);
+            const __m256i v = load256(blk + offsetof(qt_block_q8_0, qs));
+            any = _mm256_or_si256(any, _mm256_cmpeq_epi8(v, m));
+            _mm256_store_si256((__m256i *)g->q[b][c], v);
+            g->d[b][c] = half_at(blk);
+        }
+    return !_mm256_testz_si256(any, any);
+}
+
+/* Tile of 4 rows (xr, their scales dx[b][4]) by C columns of g; rows past
+ * nr and columns past nc repeat real ones and are not stored. */
+INLINE void micro(int nb, const uint8_t *const xr[TR], const float *dx, const group *g, float *s, size_t ldo, int nr,
+                  int nc, const int C)
+{
+    __m256 acc[TR][TC];
+#pragma GCC unroll 4
+    for (int r = 0; r < TR; r++)
+#pragma GCC unroll 3
+        for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int b = 0; b < nb; b++) {
+        const size_t o = (size_t)b * sizeof(qt_block_q8_0) + offsetof(qt_block_q8_0, qs);
+        /* prod[c][r] = dx_r·dy_c, rounded once as vec_dot's scalar product */
+        float prod[TC][TR] __attribute__((aligned(16)));
+        const __m128 dxv = _mm_load_ps(dx + 4 * (size_t)b);
+#pragma GCC unroll 3
+        for (int c = 0; c < C; c++) _mm_store_ps(prod[c], _mm_mul_ps(_mm_broadcast_ss(&g->d[b][c]), dxv));
+#pragma GCC unroll 4
+        for (int r = 0; r < TR; r++) {
+            const __m256i w = load256(xr[r] + o);
+            const __m256i aw = _mm256_abs_epi8(w); /* -128 stays 0x80: 128 unsigned */
+#pragma GCC unroll 3
+            for (int c = 0; c < C; c++) {
+                __m256i t = _mm256_sign_epi8(_mm256_load_si256((const __m256i *)g->q[b][c]), w);
+                t = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, t), ones);
+                acc[r][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(&prod[c][r]), _mm256_cvtepi32_ps(t), acc[r][c]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < TR; r++)
+#pragma GCC unroll 3
+        for (int c = 0; c < C; c++)
+            if (r < nr && c < nc) s[(size_t)c * ldo + (size_t)r] = hsum_ps(acc[r][c]);
+}
+
+/* One pair of micro_4x3's loop: t = y; t = sign(t, w); t = maddubs(|w|, t);
+ * t = madd(t, 1); acc += prod · cvt(t). */
+#define PAIR(Y, P, A)                                         \
+    "vmovdqa " Y "(%[y]), %[t]\n\t"                           \
+    "vpsignb %[w], %[t], %[t]\n\t"                            \
+    "vpmaddubsw %[t], %[aw], %[t]\n\t"                        \
+    "vpmaddwd 64(%[pr]), %[t], %[t]\n\t"                      \
+    "vcvtdq2ps %[t], %[t]\n\t"                                \
+    "vbroadcastss " P "(%[pr]), %[d]\n\t"                     \
+    "vfmadd231ps %[t], %[d], %[" A "]\n\t"
+#define ROW(W, P0, A0, A1, A2)                                \
+    "vmovdqu " W ", %[w]\n\t"                                 \
+    "vpabsb %[w], %[aw]\n\t"                                  \
+    PAIR("0", P0, A0) PAIR("32", "16+" P0, A1) PAIR("64", "32+" P0, A2)
+#define ZERO(A) "vxorps %[" A "], %[" A "], %[" A "]\n\t"
+
+/* micro for 4 whole rows (x0 and x0 + xs, x2 and x2 + xs, at block 0's
+ * quants) by 3 columns.  Written as asm: compiled from intrinsics, the 12
+ * accumulators, |w|, w, the pair's temporaries and the constant spilled,
+ * and the products' addresses took general registers of their own.  Here
+ * the constant is read from memory with the products. */
+static void micro_4x3(int nb, const uint8_t *x0, const uint8_t *x2, size_t xs, const float *dx, const group *g,
+                      float *s, size_t ldo)
+{
+    __m256 a00, a01, a02, a10, a11, a12, a20, a21, a22, a30, a31, a32, t, d, aw, w;
+    /* prod[c][r] (c < 3) = dy_c · dx_r, then 16 int16 ones at byte 64 */
+    float prod[24] __attribute__((aligned(32)));
+    _mm256_store_si256((__m256i *)&prod[16], _mm256_set1_epi16(1));
+    float *pr = prod;
+    const uint8_t *y = &g->q[0][0][0];
+    /* dx and dy both advance 16 bytes a block: one pointer and the gap
+     * (asm takes at most 30 operands) */
+    const ptrdiff_t dyoff = (const char *)&g->d[0][0] - (const char *)dx;
+    __asm__ volatile(
+        ZERO("a00") ZERO("a01") ZERO("a02") ZERO("a10") ZERO("a11") ZERO("a12")
+        ZERO("a20") ZERO("a21") ZERO("a22") ZERO("a30") ZERO("a31") ZERO("a32")
+        ".p2align 4\n"
+        "1:\n\t"
+        "vmovaps (%[dx]), %x[t]\n\t"
+        "vbroadcastss (%[dx],%[dyoff]), %x[d]\n\t"
+        "vmulps %x[t], %x[d], %x[d]\n\t"
+        "vmovaps %x[d], (%[pr])\n\t"
+        "vbroadcastss 4(%[dx],%[dyoff]), %x[d]\n\t"
+        "vmulps %x[t], %x[d], %x[d]\n\t"
+        "vmovaps %x[d], 16(%[pr])\n\t"
+        "vbroadcastss 8(%[dx],%[dyoff]), %x[d]\n\t"
+        "vmulps %x[t], %x[d], %x[d]\n\t"
+        "vmovaps %x[d], 32(%[pr])\n\t"
+        ROW("(%[x0])", "0", "a00", "a01", "a02")
+        ROW("(%[x0],%[xs])", "4", "a10", "a11", "a12")
+        ROW("(%[x2])", "8", "a20", "a21", "a22")
+        ROW("(%[x2],%[xs])", "12", "a30", "a31", "a32")
+        "add $34, %[x0]\n\t"
+        "add $34, %[x2]\n\t"
+        "add $96, %[y]\n\t"
+        "add $16, %[dx]\n\t"
+        "dec %[nb]\n\t"
+        "jnz 1b\n\t"
+        : [a00] "=&x"(a00), [a01] "=&x"(a01), [a02] "=&x"(a02), [a10] "=&x"(a10), [a11] "=&x"(a11),
+          [a12] "=&x"(a12), [a20] "=&x"(a20), [a21] "=&x"(a21), [a22] "=&x"(a22), [a30] "=&x"(a30),
+          [a31] "=&x"(a31), [a32] "=&x"(a32), [t] "=&x"(t), [d] "=&x"(d), [aw] "=&x"(aw), [w] "=&x"(w),
+          [nb] "+r"(nb), [x0] "+r"(x0), [x2] "+r"(x2), [y] "+r"(y), [dx] "+r"(dx)
+        : [xs] "r"(xs), [pr] "r"(pr), [dyoff] "r"(dyoff)
+        : "memory", "cc");
+    const __m256 acc[TR][TC] = {{a00, a01, a02}, {a10, a11, a12}, {a20, a21, a22}, {a30, a31, a32}};
+    for (int r = 0; r < TR; r++)
+        for (int c = 0; c < TC; c++) s[(size_t)c * ldo + (size_t)r] = hsum_ps(acc[r][c]);
+}
+#undef ZERO
+#undef ROW
+#undef PAIR
+
+void qt_avx2_tile_q8_0(int n, float *s, size_t ldo, const void *vx, size_t xs, int nr, const void *vy, size_t ys,
+                       int nc, qt_vec_dot_tile_fn exact)
+{
+    const int nb = n / QT_QK8_0;
+    if (nb > MAX_BLOCKS) {
+        exact(n, s, ldo, vx, xs, nr, vy, ys, nc);
+        return;
+    }
+    const uint8_t *x = vx, *y = vy;
+    /* dx[tile][b][r]: row 4·tile + r of the chunk, block b */
+    _Static_assert(CHUNK_ROWS % TR == 0, "whole tiles per chunk");
+    float dx[CHUNK_ROWS / TR][MAX_BLOCKS][TR] __attribute__((aligned(16)));
+    group g;
+    for (int r0 = 0; r0 < nr; r0 += CHUNK_ROWS) {
+        const int rows = nr - r0 < CHUNK_ROWS ? nr - r0 : CHUNK_ROWS, tiles = (rows + TR - 1) / TR;
+        for (int t = 0; t < tiles; t++)
+            for (int r = 0; r < TR; r++) {
+                const uint8_t *row = x + xs * (size_t)(r0 + (TR * t + r < rows ? TR * t + r : rows - 1));
+                for (int b = 0; b < nb; b++) dx[t][b][r] = half_at(row + (size_t)b * sizeof(qt_block_q8_0));
+            }
+        for (int c0 = 0; c0 < nc; c0 += TC) {
+            const int cols = nc - c0 < TC ? nc - c0 : TC;
+            const uint8_t *yc[TC];
+            for (int c = 0; c < TC; c++) yc[c] = y + ys * (size_t)(c0 + (c < cols ? c : cols - 1));
+            if (pack_group(yc, nb, &g)) {
+                exact(n, s + (size_t)c0 * ldo + r0, ldo, x + xs * (size_t)r0, xs, rows, yc[0], ys, cols);
+                continue;
+            }
+            for (int t = 0; t < tiles; t++) {
+                const int tr = rows - TR * t < TR ? rows - TR * t : TR;
+                const uint8_t *xr[TR];
+                for (int r = 0; r < TR; r++) xr[r] = x + xs * (size_t)(r0 + TR * t + (r < tr ? r : tr - 1));
+                float *o = s + (size_t)c0 * ldo + (size_t)(r0 + TR * t);
+                if (cols == 3 && tr == TR)
+                    micro_4x3(nb, xr[0] + 2, xr[2] + 2, xs, dx[t][0], &g, o, ldo);
+                else if (cols == 3)
+                    micro(nb, xr, dx[t][0], &g, o, ldo, tr, cols, 3);
+                else if (cols == 2)
+                    micro(nb, xr, dx[t][0], &g, o, ldo, tr, cols, 2);
+                else
+                    micro(nb, xr, dx[t][0], &g, o, ldo, tr, cols, 1);
+            }
+        }
+    }
+}
+
+#else
+
+/* ISO C wants a declaration in every translation unit. */
+typedef int qt_x86_avx2_tile_q8_0_unused;
+
+#endif
