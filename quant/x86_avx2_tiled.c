@@ -92,6 +92,34 @@ typedef struct rows8 {
     bool has_min;
 } rows8;
 
+/* qt_tiled_unpack's quants of a Q6_K block, 32 at a time: element
+ * 128h + 32part + l is ql[64h + 32(part & 1) + l]'s low (parts 0, 1) or
+ * high nibble, with bits 2part, 2part + 1 of qh[32h + l] above it. */
+static void quants_q6_K(const qt_block_q6_K *x, uint8_t q[256])
+{
+    const __m256i lo4 = _mm256_set1_epi8(0x0f), hi2 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; h++) {
+        const __m256i l0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h));
+        const __m256i l1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+        __m256i *o = (__m256i *)(q + 128 * h);
+        _mm256_storeu_si256(o, _mm256_or_si256(_mm256_and_si256(l0, lo4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), hi2)));
+        _mm256_storeu_si256(o + 1, _mm256_or_si256(_mm256_and_si256(l1, lo4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), hi2)));
+        _mm256_storeu_si256(o + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), lo4), _mm256_and_si256(qh, hi2)));
+        _mm256_storeu_si256(o + 3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), lo4),
+                                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), hi2)));
+    }
+}
+
+/* qt_tiled_unpack, with the quants of the types above unpacked here. */
+static size_t unpack(qt_type type, const void *x, qt_tiled_block *k)
+{
+    if (type != QT_Q6_K) return qt_tiled_unpack(type, x, k);
+    const size_t size = qt_tiled_unpack_scales(type, x, k);
+    quants_q6_K(x, k->q);
+    return size;
+}
+
 /* Super-block b of the 8 rows (x: row 0, rows x_stride apart); 0 where
  * the type is not a K-quant. */
 static size_t pack_rows8(qt_type type, const uint8_t *x, size_t x_stride, int b, rows8 *p)
@@ -100,7 +128,7 @@ static size_t pack_rows8(qt_type type, const uint8_t *x, size_t x_stride, int b,
     size_t size = 0;
     float d[8], dmin[8];
     for (int r = 0; r < 8; r++) {
-        size = qt_tiled_unpack(type, x + r * x_stride + b * qt_get(type)->type_size, &k[r]);
+        size = unpack(type, x + r * x_stride + b * qt_get(type)->type_size, &k[r]);
         if (!size) return 0;
         d[r] = k[r].d;
         dmin[r] = k[r].dmin;
@@ -118,6 +146,57 @@ static size_t pack_rows8(qt_type type, const uint8_t *x, size_t x_stride, int b,
     return size;
 }
 
+/* The exact integer sums of one column's block y against the 8 rows of p
+ * (scales sw per 16 elements, both int16 halves), and with `two` those of
+ * a second column y1 too: the rows' quants are loaded once for both. */
+INLINE void col_isums(const rows8 *p, const __m256i sw[16], const int8_t *y0, const int8_t *y1, __m256i *is0,
+                      __m256i *is1, const int two)
+{
+    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+        const __m256i u0 = p->u[4 * j], u1 = p->u[4 * j + 1], u2 = p->u[4 * j + 2], u3 = p->u[4 * j + 3];
+        const int8_t *q = y0 + 16 * j;
+        __m256i s0 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(q)), _mm256_maddubs_epi16(u1, bcast4(q + 4)));
+        __m256i s1 = _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(q + 8)), _mm256_maddubs_epi16(u3, bcast4(q + 12)));
+        a0 = _mm256_add_epi32(a0, _mm256_add_epi32(_mm256_madd_epi16(s0, sw[j]), _mm256_madd_epi16(s1, sw[j])));
+        if (two) {
+            q = y1 + 16 * j;
+            s0 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(q)), _mm256_maddubs_epi16(u1, bcast4(q + 4)));
+            s1 = _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(q + 8)), _mm256_maddubs_epi16(u3, bcast4(q + 12)));
+            a1 = _mm256_add_epi32(a1, _mm256_add_epi32(_mm256_madd_epi16(s0, sw[j]), _mm256_madd_epi16(s1, sw[j])));
+        }
+    }
+    *is0 = a0;
+    *is1 = a1;
+}
+
+/* The column's float step for block y of the 8 rows, from its exact sums
+ * is: out = fma(r, d_y, out), r as the reference forms it. */
+INLINE void col_finish(const rows8 *p, const qt_block_q8_K *y, __m256i is, float *o)
+{
+    __m256 r;
+    if (p->bias || p->has_min) {
+        /* Σ scale·bsum for the bias, or Σ min·bsum; no type has both */
+        const __m256i *w = p->has_min ? p->mp : p->sp;
+        __m256i corr = _mm256_setzero_si256();
+        for (int i = 0; i < 8; i++) {
+            int32_t pair;
+            memcpy(&pair, y->bsums + 2 * i, sizeof pair);
+            corr = _mm256_add_epi32(corr, _mm256_madd_epi16(w[i], _mm256_set1_epi32(pair)));
+        }
+        if (p->has_min) {
+            r = _mm256_fnmadd_ps(p->dmin, _mm256_cvtepi32_ps(corr), _mm256_mul_ps(_mm256_cvtepi32_ps(is), p->d));
+        } else {
+            is = _mm256_sub_epi32(is, _mm256_mullo_epi32(corr, _mm256_set1_epi32(p->bias)));
+            r = _mm256_mul_ps(_mm256_cvtepi32_ps(is), p->d);
+        }
+    } else {
+        r = _mm256_mul_ps(_mm256_cvtepi32_ps(is), p->d);
+    }
+    _mm256_storeu_ps(o, _mm256_fmadd_ps(r, _mm256_set1_ps(y->d), _mm256_loadu_ps(o)));
+}
+
 void qt_avx2_tiled_rows8(qt_type type, int n, const void *vx, size_t x_stride, const void *vy, size_t y_stride,
                          int ncols, float *out, size_t out_stride)
 {
@@ -131,36 +210,20 @@ void qt_avx2_tiled_rows8(qt_type type, int n, const void *vx, size_t x_stride, c
         }
         __m256i sw[16];
         for (int j = 0; j < 16; j++) sw[j] = both16(p.sp[j / 2], j % 2);
-        for (int c = 0; c < ncols; c++) {
-            const qt_block_q8_K *y = (const qt_block_q8_K *)((const uint8_t *)vy + c * y_stride) + b;
-            __m256i is = _mm256_setzero_si256();
-            for (int j = 0; j < 16; j++) {
-                const int8_t *yq = y->qs + 16 * j;
-                const __m256i s0 = _mm256_add_epi16(_mm256_maddubs_epi16(p.u[4 * j], bcast4(yq)),
-                                                    _mm256_maddubs_epi16(p.u[4 * j + 1], bcast4(yq + 4)));
-                const __m256i s1 = _mm256_add_epi16(_mm256_maddubs_epi16(p.u[4 * j + 2], bcast4(yq + 8)),
-                                                    _mm256_maddubs_epi16(p.u[4 * j + 3], bcast4(yq + 12)));
-                is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(s0, sw[j]), _mm256_madd_epi16(s1, sw[j])));
-            }
-            __m256i bsp[8];
-            for (int i = 0; i < 8; i++) {
-                int32_t pair;
-                memcpy(&pair, y->bsums + 2 * i, sizeof pair);
-                bsp[i] = _mm256_set1_epi32(pair);
-            }
-            if (p.bias) {
-                __m256i corr = _mm256_setzero_si256();
-                for (int i = 0; i < 8; i++) corr = _mm256_add_epi32(corr, _mm256_madd_epi16(p.sp[i], bsp[i]));
-                is = _mm256_sub_epi32(is, _mm256_mullo_epi32(corr, _mm256_set1_epi32(p.bias)));
-            }
-            __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(is), p.d);
-            if (p.has_min) {
-                __m256i imin = _mm256_setzero_si256();
-                for (int i = 0; i < 8; i++) imin = _mm256_add_epi32(imin, _mm256_madd_epi16(p.mp[i], bsp[i]));
-                r = _mm256_fnmadd_ps(p.dmin, _mm256_cvtepi32_ps(imin), r);
-            }
-            float *o = out + c * out_stride;
-            _mm256_storeu_ps(o, _mm256_fmadd_ps(r, _mm256_set1_ps(y->d), _mm256_loadu_ps(o)));
+        int c = 0;
+        for (; c + 2 <= ncols; c += 2) {
+            const qt_block_q8_K *y0 = (const qt_block_q8_K *)((const uint8_t *)vy + c * y_stride) + b;
+            const qt_block_q8_K *y1 = (const qt_block_q8_K *)((const uint8_t *)y0 + y_stride);
+            __m256i is0, is1;
+            col_isums(&p, sw, y0->qs, y1->qs, &is0, &is1, 1);
+            col_finish(&p, y0, is0, out + c * out_stride);
+            col_finish(&p, y1, is1, out + (c + 1) * out_stride);
+        }
+        if (c < ncols) {
+            const qt_block_q8_K *y0 = (const qt_block_q8_K *)((const uint8_t *)vy + c * y_stride) + b;
+            __m256i is0, is1;
+            col_isums(&p, sw, y0->qs, y0->qs, &is0, &is1, 0);
+            col_finish(&p, y0, is0, out + c * out_stride);
         }
     }
 }
