@@ -146,29 +146,26 @@ static size_t pack_rows8(qt_type type, const uint8_t *x, size_t x_stride, int b,
     return size;
 }
 
-/* The exact integer sums of one column's block y against the 8 rows of p
- * (scales sw per 16 elements, both int16 halves), and with `two` those of
- * a second column y1 too: the rows' quants are loaded once for both. */
-INLINE void col_isums(const rows8 *p, const __m256i sw[16], const int8_t *y0, const int8_t *y1, __m256i *is0,
-                      __m256i *is1, const int two)
+/* The exact integer sums of NC columns' blocks (y[c]: their quants)
+ * against the 8 rows of p (scales sw per 16 elements, both int16 halves):
+ * the rows' quants are loaded once for all of them. */
+INLINE void col_isums(const rows8 *p, const __m256i sw[16], const int8_t *const y[], __m256i is[], const int NC)
 {
-    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-#pragma GCC unroll 16
+    for (int c = 0; c < NC; c++) is[c] = _mm256_setzero_si256();
+    /* not unrolled: unrolled, the compiler forms many products before it
+     * sums them and spills (130 stores per block pair at 2 columns) */
+#pragma GCC unroll 1
     for (int j = 0; j < 16; j++) {
         const __m256i u0 = p->u[4 * j], u1 = p->u[4 * j + 1], u2 = p->u[4 * j + 2], u3 = p->u[4 * j + 3];
-        const int8_t *q = y0 + 16 * j;
-        __m256i s0 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(q)), _mm256_maddubs_epi16(u1, bcast4(q + 4)));
-        __m256i s1 = _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(q + 8)), _mm256_maddubs_epi16(u3, bcast4(q + 12)));
-        a0 = _mm256_add_epi32(a0, _mm256_add_epi32(_mm256_madd_epi16(s0, sw[j]), _mm256_madd_epi16(s1, sw[j])));
-        if (two) {
-            q = y1 + 16 * j;
-            s0 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(q)), _mm256_maddubs_epi16(u1, bcast4(q + 4)));
-            s1 = _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(q + 8)), _mm256_maddubs_epi16(u3, bcast4(q + 12)));
-            a1 = _mm256_add_epi32(a1, _mm256_add_epi32(_mm256_madd_epi16(s0, sw[j]), _mm256_madd_epi16(s1, sw[j])));
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++) {
+            const int8_t *q = y[c] + 16 * j;
+            const __m256i s0 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, bcast4(q)), _mm256_maddubs_epi16(u1, bcast4(q + 4)));
+            const __m256i s1 =
+                _mm256_add_epi16(_mm256_maddubs_epi16(u2, bcast4(q + 8)), _mm256_maddubs_epi16(u3, bcast4(q + 12)));
+            is[c] = _mm256_add_epi32(is[c], _mm256_add_epi32(_mm256_madd_epi16(s0, sw[j]), _mm256_madd_epi16(s1, sw[j])));
         }
     }
-    *is0 = a0;
-    *is1 = a1;
 }
 
 /* The column's float step for block y of the 8 rows, from its exact sums
@@ -197,6 +194,9 @@ INLINE void col_finish(const rows8 *p, const qt_block_q8_K *y, __m256i is, float
     _mm256_storeu_ps(o, _mm256_fmadd_ps(r, _mm256_set1_ps(y->d), _mm256_loadu_ps(o)));
 }
 
+/* columns per pass over the 8 rows' quants */
+enum { COLS = 4 };
+
 void qt_avx2_tiled_rows8(qt_type type, int n, const void *vx, size_t x_stride, const void *vy, size_t y_stride,
                          int ncols, float *out, size_t out_stride)
 {
@@ -211,19 +211,23 @@ void qt_avx2_tiled_rows8(qt_type type, int n, const void *vx, size_t x_stride, c
         __m256i sw[16];
         for (int j = 0; j < 16; j++) sw[j] = both16(p.sp[j / 2], j % 2);
         int c = 0;
-        for (; c + 2 <= ncols; c += 2) {
-            const qt_block_q8_K *y0 = (const qt_block_q8_K *)((const uint8_t *)vy + c * y_stride) + b;
-            const qt_block_q8_K *y1 = (const qt_block_q8_K *)((const uint8_t *)y0 + y_stride);
-            __m256i is0, is1;
-            col_isums(&p, sw, y0->qs, y1->qs, &is0, &is1, 1);
-            col_finish(&p, y0, is0, out + c * out_stride);
-            col_finish(&p, y1, is1, out + (c + 1) * out_stride);
+        for (; c + COLS <= ncols; c += COLS) {
+            const qt_block_q8_K *yb[COLS];
+            const int8_t *yq[COLS];
+            for (int i = 0; i < COLS; i++) {
+                yb[i] = (const qt_block_q8_K *)((const uint8_t *)vy + (c + i) * y_stride) + b;
+                yq[i] = yb[i]->qs;
+            }
+            __m256i is[COLS];
+            col_isums(&p, sw, yq, is, COLS);
+            for (int i = 0; i < COLS; i++) col_finish(&p, yb[i], is[i], out + (c + i) * out_stride);
         }
-        if (c < ncols) {
+        for (; c < ncols; c++) {
             const qt_block_q8_K *y0 = (const qt_block_q8_K *)((const uint8_t *)vy + c * y_stride) + b;
-            __m256i is0, is1;
-            col_isums(&p, sw, y0->qs, y0->qs, &is0, &is1, 0);
-            col_finish(&p, y0, is0, out + c * out_stride);
+            const int8_t *yq[1] = {y0->qs};
+            __m256i is[1];
+            col_isums(&p, sw, yq, is, 1);
+            col_finish(&p, y0, is[0], out + c * out_stride);
         }
     }
 }
