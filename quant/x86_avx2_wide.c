@@ -429,6 +429,8 @@ INLINE void columns_k(const half_k *p, const int nc, const int q4k, const int ge
         __m256i is[NC], im[NC];
 #pragma GCC unroll 4
         for (int c = 0; c < nc; c++) is[c] = im[c] = _mm256_setzero_si256();
+        /* not unrolled: Q2_K's 8 sub-blocks unrolled spilled 124 vectors */
+#pragma GCC unroll 1
         for (int j = per_group * g; j < per_group * (g + 1); j++)
 #pragma GCC unroll 4
             for (int c = 0; c < nc; c++) is[c] = _mm256_add_epi32(is[c], sub_sum(p, j, q4k, yb[c]->qs + sub * j));
