@@ -29,7 +29,6 @@
 #include <string.h>
 
 #include "blocks.h"
-#include "fp16.h"
 #include "x86_k.h"
 
 #define INLINE static inline __attribute__((always_inline))
