@@ -66,7 +66,7 @@ INLINE void prefetch_rows(const uint8_t *p, size_t stride, size_t bytes)
 
 /* ---- the products of 4 columns and 16 rows ---------------------------------
  * One 32-element step (a Q4_0 block, a Q4_K sub-block; Q2_K's 16-element
- * sub-block takes half the steps) for 4 columns and both halves: v[4h + c]
+ * sub-block takes half the steps) for 4 columns and both halves: ahc
  * the int16 pair sums of half h against column c.  Each quant vector is
  * loaded once for the 4 columns and each activation broadcast serves both
  * halves, so a product costs 1/4 load, 1/2 broadcast and its add, near
@@ -104,12 +104,14 @@ INLINE void prefetch_rows(const uint8_t *p, size_t stride, size_t bytes)
     SUB_STEP(SUB_NEXT, 4) SUB_STEP(SUB_NEXT, 5) SUB_STEP(SUB_NEXT, 6) SUB_STEP(SUB_NEXT, 7)
 #define SUB_16 SUB_STEP(SUB_FIRST, 0) SUB_STEP(SUB_NEXT, 1) SUB_STEP(SUB_NEXT, 2) SUB_STEP(SUB_NEXT, 3)
 /* volatile with a memory clobber: the asm reads u, sw and y and writes
- * is[] (operands for all of them would pass asm's limit of 30); v[12]:
- * the asm's registers, v[4h + c] the int16 sums after SUB_32/SUB_16 */
+ * is[] (operands for all of them would pass asm's limit of 30).  SUB_REGS
+ * names the asm's registers, one variable each (an array of them was
+ * stored to the stack after every step); ahc: the int16 sums of half h,
+ * column c after SUB_32/SUB_16. */
+#define SUB_REGS __m256i a00, a01, a02, a03, a10, a11, a12, a13, w0, w1, b, t
 #define SUB_OUTS                                                                                               \
-    [a00] "=&x"(v[0]), [a01] "=&x"(v[1]), [a02] "=&x"(v[2]), [a03] "=&x"(v[3]), [a10] "=&x"(v[4]),            \
-        [a11] "=&x"(v[5]), [a12] "=&x"(v[6]), [a13] "=&x"(v[7]), [w0] "=&x"(v[8]), [w1] "=&x"(v[9]),           \
-        [b] "=&x"(v[10]), [t] "=&x"(v[11])
+    [a00] "=&x"(a00), [a01] "=&x"(a01), [a02] "=&x"(a02), [a03] "=&x"(a03), [a10] "=&x"(a10), [a11] "=&x"(a11), \
+        [a12] "=&x"(a12), [a13] "=&x"(a13), [w0] "=&x"(w0), [w1] "=&x"(w1), [b] "=&x"(b), [t] "=&x"(t)
 #define SUB_INS [u0] "r"(u0), [u1] "r"(u1), [y0] "r"(y[0]), [y1] "r"(y[1]), [y2] "r"(y[2]), [y3] "r"(y[3])
 #define SUB_ASM_REGS(CODE) __asm__ volatile(CODE : SUB_OUTS : SUB_INS : "memory")
 #define SUB_ASM(CODE)                                                                                          \
@@ -293,8 +295,10 @@ INLINE void columns16_q4_0(const panel_q4_0 *p, int np, int b, float *s, size_t 
             ab[c] = (const col_block *)(aux + c * aux_stride) + b + i;
         }
         const __m256i *u0 = p->u[i][0], *u1 = p->u[i][1];
-        __m256i v[12];
+        SUB_REGS;
         SUB_ASM_REGS(SUB_32);
+        (void)w0, (void)w1, (void)b, (void)t;
+        const __m256i v[8] = {a00, a01, a02, a03, a10, a11, a12, a13};
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
             const __m256i off = _mm256_set1_epi32(ab[c]->off);
@@ -562,7 +566,7 @@ INLINE void sub_block_4x2(const half_k p[2], int j, const int q4k, const qt_bloc
     const int sub = q4k ? 32 : 16, kn = q4k ? 8 : 4;
     const int8_t *y[4] = {yb[0]->qs + sub * j, yb[1]->qs + sub * j, yb[2]->qs + sub * j, yb[3]->qs + sub * j};
     const __m256i *u0 = p[0].u + kn * j, *u1 = p[1].u + kn * j, *sw0 = &p[0].sw[j], *sw1 = &p[1].sw[j];
-    __m256i v[12]; /* the asm's registers */
+    SUB_REGS;
     if (q4k && first)
         SUB_ASM(SUB_32 SUB_OUT(SUB_SET));
     else if (q4k)
@@ -913,6 +917,7 @@ const qt_rp_wide *const qt_rp_wide_avx2[QT_COUNT] = {
 #undef SUB_32
 #undef SUB_16
 #undef SUB_OUTS
+#undef SUB_REGS
 #undef SUB_INS
 #undef SUB_ASM_REGS
 #undef SUB_ASM
