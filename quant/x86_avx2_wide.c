@@ -597,6 +597,19 @@ INLINE void columns16_k(const half_k p[2], const int q4k, const int gemm, const 
 #pragma GCC unroll 1
     for (int c = 0; c < 4; c++) {
         const __m256 dy = _mm256_set1_ps(yb[c]->d);
+        /* the int16 pairs the mins multiply (Q4_K: per group, from prep;
+         * Q2_K: per pair of sub-blocks, the column's bsums), for both halves */
+        const int np = q4k ? 4 : 8;
+        __m256i mp[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < np; i++) {
+            int32_t pair;
+            if (q4k)
+                pair = (int32_t)pairs[c * pairs_stride + i];
+            else
+                memcpy(&pair, yb[c]->bsums + 2 * i, sizeof pair);
+            mp[i] = _mm256_set1_epi32(pair);
+        }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             float *o = s + c * ldo + 8 * h, *om = sm[h] + 8 * c;
@@ -607,14 +620,12 @@ INLINE void columns16_k(const half_k p[2], const int q4k, const int gemm, const 
             for (int g = 0; g < groups; g++) {
                 __m256i im;
                 if (q4k) {
-                    im = _mm256_madd_epi16(p[h].mins[g], _mm256_set1_epi32((int)pairs[c * pairs_stride + g]));
+                    im = _mm256_madd_epi16(p[h].mins[g], mp[g]);
                 } else {
-                    im = _mm256_setzero_si256();
-                    for (int i = 4 * g; i < 4 * g + 4; i++) {
-                        int32_t pair;
-                        memcpy(&pair, yb[c]->bsums + 2 * i, sizeof pair);
-                        im = _mm256_add_epi32(im, _mm256_madd_epi16(p[h].mins[i], _mm256_set1_epi32(pair)));
-                    }
+                    im = _mm256_madd_epi16(p[h].mins[4 * g], mp[4 * g]);
+#pragma GCC unroll 3
+                    for (int i = 4 * g + 1; i < 4 * g + 4; i++)
+                        im = _mm256_add_epi32(im, _mm256_madd_epi16(p[h].mins[i], mp[i]));
                 }
                 if (gemm) {
                     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[g][4 * h + c]), d, acc);
