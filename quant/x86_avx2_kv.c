@@ -7,6 +7,8 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdalign.h>
+#include <string.h>
 
 #include "f32ops.h"
 #include "fp16.h"
@@ -120,9 +122,143 @@ static void pv_f16(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *
     PV_BODY(uint16_t, v8_f16, qt_f16_to_f32, p[r])
 }
 
-const qt_kv_ops qt_kv_avx2 = {.name = "avx2", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16};
+/* ---- several queries over the same rows (d = 64) ----------------------
+ * Each result is the one-query kernel's, bit for bit. */
+
+/* Lane i: the sum of a[i]'s lanes (exact integer adds, any order). */
+INLINE __m256i hsum8_epi32(const __m256i a[8])
+{
+    const __m256i t0 = _mm256_hadd_epi32(a[0], a[1]), t1 = _mm256_hadd_epi32(a[2], a[3]);
+    const __m256i t2 = _mm256_hadd_epi32(a[4], a[5]), t3 = _mm256_hadd_epi32(a[6], a[7]);
+    const __m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+/* q.k: 8 rows at a time, every query against them while they sit in L1,
+ * the 8 rows' lane sums reduced together (one horizontal sum per row is
+ * most of qk_i8's work); then qk_i8's float steps, 8 scores at once.
+ * Exact for every byte, -128 included (the abs/sign trick of qk_i8 is
+ * not): even and odd bytes sign-extended in place to int16, the rows'
+ * once per block and each query's once, then vpmaddwd. */
+INLINE __m256i even16(__m256i v) { return _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8); }
+
+static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
+                        const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s)
+{
+    (void)d; /* 64 */
+    for (int r0 = 0; r0 < n; r0 += 8) {
+        const int nr = n - r0 < 8 ? n - r0 : 8;
+        __m256i ke[8][2], ko[8][2];
+        float kv[8];
+        for (int i = 0; i < 8; i++) {
+            const int r = r0 + (i < nr ? i : nr - 1); /* lanes past n repeat the last row, not stored */
+            const int64_t c = idx ? idx[r] : r;
+            for (int j = 0; j < 2; j++) {
+                const __m256i kb = load256(k + c * ldk + 32 * j);
+                ke[i][j] = even16(kb);
+                ko[i][j] = _mm256_srai_epi16(kb, 8);
+            }
+            kv[i] = kd[c * lds];
+        }
+        const __m256 vkd = _mm256_loadu_ps(kv);
+        for (int h = 0; h < nq; h++) {
+            const __m256i q0 = load256(q + 64 * h), q1 = load256(q + 64 * h + 32);
+            const __m256i qe0 = even16(q0), qo0 = _mm256_srai_epi16(q0, 8);
+            const __m256i qe1 = even16(q1), qo1 = _mm256_srai_epi16(q1, 8);
+            __m256i acc[8];
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++)
+                acc[i] = _mm256_add_epi32(
+                    _mm256_add_epi32(_mm256_madd_epi16(qe0, ke[i][0]), _mm256_madd_epi16(qo0, ko[i][0])),
+                    _mm256_add_epi32(_mm256_madd_epi16(qe1, ke[i][1]), _mm256_madd_epi16(qo1, ko[i][1])));
+            const __m256 w = _mm256_mul_ps(_mm256_set1_ps(qd[h]), vkd);
+            const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8_epi32(acc)), w);
+            if (nr == 8) {
+                _mm256_storeu_ps(s + h * ld_s + r0, sc);
+            } else {
+                float t[8];
+                _mm256_storeu_ps(t, sc);
+                memcpy(s + h * ld_s + r0, t, sizeof(float) * (size_t)nr);
+            }
+        }
+    }
+}
+
+/* p.v: a tile of V rows is widened to float once for all queries (pv_i8
+ * widens each row per query: two conversions per fma); each query then
+ * runs pv_i8's chains (rank r in chain r % 2, element e in lane e % 8 of
+ * its vector) with the widened values as fma memory operands, half the
+ * head dimension at a time (16 accumulators would be every register).
+ * The chains live in acc[] between tiles. */
+#define PV_TILE 32 /* even: a rank's chain is its parity within the tile */
+#define PV_HEADS 8
+
+static void pv_i8_multi(int n, int d, int nq, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                        const int32_t *idx, float *p, int64_t ld_p, float *out, int64_t ld_o)
+{
+    (void)d; /* 64 */
+    for (int h = 0; h < nq; h++)
+        for (int r = 0; r < n; r++) p[h * ld_p + r] *= vd[(idx ? idx[r] : r) * lds];
+    alignas(32) float x[PV_TILE][64];
+    alignas(32) float acc[PV_HEADS][2][64];
+    for (int h0 = 0; h0 < nq; h0 += PV_HEADS) {
+        const int nh = nq - h0 < PV_HEADS ? nq - h0 : PV_HEADS;
+        memset(acc, 0, sizeof acc);
+        for (int r0 = 0; r0 < n; r0 += PV_TILE) {
+            const int nr = n - r0 < PV_TILE ? n - r0 : PV_TILE;
+            for (int i = 0; i < nr; i++) {
+                const int8_t *vr = v + (int64_t)(idx ? idx[r0 + i] : r0 + i) * ldv;
+#pragma GCC unroll 8
+                for (int e = 0; e < 64; e += 8) _mm256_store_ps(&x[i][e], v8_i8(vr + e));
+            }
+            for (int h = 0; h < nh; h++) {
+                const float *w = p + (h0 + h) * ld_p + r0;
+#pragma GCC unroll 1
+                for (int half = 0; half < 64; half += 32) {
+                    __m256 a0[4], a1[4];
+#pragma GCC unroll 4
+                    for (int i = 0; i < 4; i++) {
+                        a0[i] = _mm256_load_ps(&acc[h][0][half + 8 * i]);
+                        a1[i] = _mm256_load_ps(&acc[h][1][half + 8 * i]);
+                    }
+                    int i = 0;
+                    for (; i + 1 < nr; i += 2) {
+                        const __m256 w0 = _mm256_set1_ps(w[i]), w1 = _mm256_set1_ps(w[i + 1]);
+#pragma GCC unroll 4
+                        for (int j = 0; j < 4; j++) {
+                            a0[j] = _mm256_fmadd_ps(w0, _mm256_load_ps(&x[i][half + 8 * j]), a0[j]);
+                            a1[j] = _mm256_fmadd_ps(w1, _mm256_load_ps(&x[i + 1][half + 8 * j]), a1[j]);
+                        }
+                    }
+                    if (i < nr) { /* the last rank, even */
+                        const __m256 w0 = _mm256_set1_ps(w[i]);
+#pragma GCC unroll 4
+                        for (int j = 0; j < 4; j++)
+                            a0[j] = _mm256_fmadd_ps(w0, _mm256_load_ps(&x[i][half + 8 * j]), a0[j]);
+                    }
+#pragma GCC unroll 4
+                    for (int j = 0; j < 4; j++) {
+                        _mm256_store_ps(&acc[h][0][half + 8 * j], a0[j]);
+                        _mm256_store_ps(&acc[h][1][half + 8 * j], a1[j]);
+                    }
+                }
+            }
+        }
+        for (int h = 0; h < nh; h++)
+#pragma GCC unroll 8
+            for (int e = 0; e < 64; e += 8)
+                _mm256_storeu_ps(out + (h0 + h) * ld_o + e,
+                                 _mm256_add_ps(_mm256_load_ps(&acc[h][0][e]), _mm256_load_ps(&acc[h][1][e])));
+    }
+}
+#undef PV_TILE
+#undef PV_HEADS
+
+const qt_kv_ops qt_kv_avx2 = {.name = "avx2", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16,
+                              .qk_i8_multi = qk_i8_multi, .pv_i8_multi = pv_i8_multi};
 const qt_kv_ops qt_kv_avx2_vnni = {.name = "avx2-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16,
-                                   .pv_i8 = pv_i8, .pv_f16 = pv_f16};
+                                   .pv_i8 = pv_i8, .pv_f16 = pv_f16, .qk_i8_multi = qk_i8_multi,
+                                   .pv_i8_multi = pv_i8_multi};
 
 #else
 typedef int qt_x86_avx2_kv_unused;

@@ -206,6 +206,7 @@ int main(void)
 {
 #if defined(__x86_64__)
     const struct { qt_isa isa; const char *name; const qt_kv_ops *ops; } sets[] = {
+        {QT_ISA_AVX2, "kv_avx2", &qt_kv_avx2}, {QT_ISA_AVX2_VNNI, "kv_avx2-vnni", &qt_kv_avx2_vnni},
         {QT_ISA_AVX512, "kv_avx512", &qt_kv_avx512}, {QT_ISA_AVX512_VNNI, "kv_avx512-vnni", &qt_kv_avx512_vnni}};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
         if (qt_isa_supported(qt_cpu(), sets[i].isa))
