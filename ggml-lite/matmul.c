@@ -450,15 +450,21 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
      * its tiled kernels' order (quant/tiled.h). */
     if (qt_tiled_applies(w->type, n_out, each ? 1 : n_tokens)) {
         qt_tiled_row_fn row = qt_tiled_row();
-        qt_tiled_rows8_fn rows8 = w->layout == GL_LAYOUT_ROWS ? qt_tiled_rows8() : NULL;
-        const int64_t n8 = rows8 ? n_out / 8 : 0; /* groups of 8 rows, each column read once per group */
+        const bool rows = w->layout == GL_LAYOUT_ROWS;
+        qt_tiled_rows8_fn rows16 = rows ? qt_tiled_rows16() : NULL, rows8 = rows ? qt_tiled_rows8() : NULL;
+        /* groups of 16 rows, then of 8: each column read once per group */
+        const int64_t n16 = rows16 ? n_out / 16 : 0, n8 = rows8 ? (n_out - 16 * n16) / 8 : 0;
+        const int64_t r1 = 16 * n16 + 8 * n8; /* the rows left one at a time */
         #pragma omp parallel for schedule(static)
-        for (int64_t g = 0; g < n8 + (n_out - 8 * n8); g++) {
-            if (g < n8)
-                rows8(w->type, (int)n_in, gl_row(w, 8 * g), w->row_bytes, xq, xq_row, n_tokens, &y[8 * g],
-                      (size_t)n_out);
+        for (int64_t g = 0; g < n16 + n8 + (n_out - r1); g++) {
+            if (g < n16)
+                rows16(w->type, (int)n_in, gl_row(w, 16 * g), w->row_bytes, xq, xq_row, n_tokens, &y[16 * g],
+                       (size_t)n_out);
+            else if (g < n16 + n8)
+                rows8(w->type, (int)n_in, gl_row(w, 16 * n16 + 8 * (g - n16)), w->row_bytes, xq, xq_row, n_tokens,
+                      &y[16 * n16 + 8 * (g - n16)], (size_t)n_out);
             else
-                row(w->type, (int)n_in, gl_row(w, 8 * n8 + (g - n8)), xq, xq_row, n_tokens, &y[8 * n8 + (g - n8)],
+                row(w->type, (int)n_in, gl_row(w, r1 + (g - n16 - n8)), xq, xq_row, n_tokens, &y[r1 + (g - n16 - n8)],
                     (size_t)n_out);
         }
         return 0;

@@ -68,9 +68,13 @@ void qt_avx2_tiled_row(qt_type type, int n, const void *x, const void *y, size_t
 typedef void (*qt_tiled_rows8_fn)(qt_type type, int n, const void *x, size_t x_stride, const void *y, size_t y_stride,
                                   int ncols, float *out, size_t out_stride);
 qt_tiled_rows8_fn qt_tiled_rows8(void);
+/* The same for 16 rows (r < 16), or NULL. */
+qt_tiled_rows8_fn qt_tiled_rows16(void);
 #if defined(__x86_64__)
 void qt_avx2_tiled_rows8(qt_type type, int n, const void *x, size_t x_stride, const void *y, size_t y_stride,
                          int ncols, float *out, size_t out_stride);
+void qt_avx2_tiled_rows16(qt_type type, int n, const void *x, size_t x_stride, const void *y, size_t y_stride,
+                          int ncols, float *out, size_t out_stride);
 #endif
 
 /* llama.cpp's tinyBLAS (llamafile_sgemm) takes Q4_0, Q5_0, Q8_0 and IQ4_NL

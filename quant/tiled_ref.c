@@ -196,6 +196,14 @@ qt_tiled_rows8_fn qt_tiled_rows8(void)
     return NULL;
 }
 
+qt_tiled_rows8_fn qt_tiled_rows16(void)
+{
+#if defined(__x86_64__)
+    if (qt_isa_active() != QT_ISA_SCALAR) return qt_avx2_tiled_rows16;
+#endif
+    return NULL;
+}
+
 qt_vec_dot_fn qt_tinyblas_dot(qt_type type, int64_t rows, int n_cols)
 {
     if (type != QT_IQ4_NL || n_cols < 2 || qt_repack_applies(type, rows)) return NULL;

@@ -8,6 +8,7 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+#include <stdalign.h>
 #include <math.h>
 #include <string.h>
 
@@ -170,18 +171,32 @@ INLINE void col_isums(const rows8 *p, const __m256i sw[16], const int8_t *const 
 
 /* The column's float step for block y of the 8 rows, from its exact sums
  * is: out = fma(r, d_y, out), r as the reference forms it. */
-INLINE void col_finish(const rows8 *p, const qt_block_q8_K *y, __m256i is, float *o)
+INLINE void bsum_pairs(const qt_block_q8_K *y, __m256i pr[8])
+{
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        int32_t pair;
+        memcpy(&pair, y->bsums + 2 * i, sizeof pair);
+        pr[i] = _mm256_set1_epi32(pair);
+    }
+}
+
+/* pr: the column's bsum pairs (bsum_pairs; every K-quant has a bias or
+ * mins). */
+INLINE void col_finish_pairs(const rows8 *p, const qt_block_q8_K *y, __m256i is, const __m256i pr[8], float *o)
 {
     __m256 r;
     if (p->bias || p->has_min) {
-        /* Σ scale·bsum for the bias, or Σ min·bsum; no type has both */
+        /* Σ scale·bsum for the bias, or Σ min·bsum; no type has both
+         * (exact integer sums: two chains for latency) */
         const __m256i *w = p->has_min ? p->mp : p->sp;
-        __m256i corr = _mm256_setzero_si256();
-        for (int i = 0; i < 8; i++) {
-            int32_t pair;
-            memcpy(&pair, y->bsums + 2 * i, sizeof pair);
-            corr = _mm256_add_epi32(corr, _mm256_madd_epi16(w[i], _mm256_set1_epi32(pair)));
+        __m256i c0 = _mm256_madd_epi16(w[0], pr[0]), c1 = _mm256_madd_epi16(w[1], pr[1]);
+#pragma GCC unroll 3
+        for (int i = 2; i < 8; i += 2) {
+            c0 = _mm256_add_epi32(c0, _mm256_madd_epi16(w[i], pr[i]));
+            c1 = _mm256_add_epi32(c1, _mm256_madd_epi16(w[i + 1], pr[i + 1]));
         }
+        const __m256i corr = _mm256_add_epi32(c0, c1);
         if (p->has_min) {
             r = _mm256_fnmadd_ps(p->dmin, _mm256_cvtepi32_ps(corr), _mm256_mul_ps(_mm256_cvtepi32_ps(is), p->d));
         } else {
@@ -192,6 +207,13 @@ INLINE void col_finish(const rows8 *p, const qt_block_q8_K *y, __m256i is, float
         r = _mm256_mul_ps(_mm256_cvtepi32_ps(is), p->d);
     }
     _mm256_storeu_ps(o, _mm256_fmadd_ps(r, _mm256_set1_ps(y->d), _mm256_loadu_ps(o)));
+}
+
+INLINE void col_finish(const rows8 *p, const qt_block_q8_K *y, __m256i is, float *o)
+{
+    __m256i pr[8];
+    bsum_pairs(y, pr);
+    col_finish_pairs(p, y, is, pr, o);
 }
 
 /* columns per pass over the 8 rows' quants */
@@ -228,6 +250,77 @@ void qt_avx2_tiled_rows8(qt_type type, int n, const void *vx, size_t x_stride, c
             __m256i is[1];
             col_isums(&p, sw, yq, is, 1);
             col_finish(&p, y0, is[0], out + c * out_stride);
+        }
+    }
+}
+
+/* ---- 16 rows at a time -----------------------------------------------------
+ * Two 8-row halves against 4 columns through the asm step that the wide
+ * kernels use (x86_avx2_rows.h): each activation broadcast serves both
+ * halves and each quant vector all 4 columns.  The integer sums are the
+ * same exact totals (a 16-element sub-block's 4 steps add in one int16
+ * sum for quants up to 31: Q2_K-Q5_K; Q6_K's up to 63 take two sums of
+ * two steps) and col_finish does each column's float step. */
+INLINE void sub_4x2(const rows8 p[2], const __m256i sw[2][16], int j, const qt_block_q8_K *const yb[4],
+                    const int first, const int split, __m256i is[8])
+{
+    const int8_t *y[4] = {yb[0]->qs + 16 * j, yb[1]->qs + 16 * j, yb[2]->qs + 16 * j, yb[3]->qs + 16 * j};
+    const __m256i *u0 = p[0].u + 4 * j, *u1 = p[1].u + 4 * j, *sw0 = &sw[0][j], *sw1 = &sw[1][j];
+    SUB_REGS;
+    if (split && first)
+        SUB_ASM(SUB_SPLIT(SUB_SET));
+    else if (split)
+        SUB_ASM(SUB_SPLIT(SUB_ADD));
+    else if (first)
+        SUB_ASM(SUB_16 SUB_OUT(SUB_SET));
+    else
+        SUB_ASM(SUB_16 SUB_OUT(SUB_ADD));
+}
+
+void qt_avx2_tiled_rows16(qt_type type, int n, const void *vx, size_t x_stride, const void *vy, size_t y_stride,
+                          int ncols, float *out, size_t out_stride)
+{
+    const uint8_t *x = vx;
+    const int split = !(type == QT_Q2_K || type == QT_Q3_K || type == QT_Q4_K || type == QT_Q5_K);
+    for (int c = 0; c < ncols; c++) {
+        _mm256_storeu_ps(out + c * out_stride, _mm256_setzero_ps());
+        _mm256_storeu_ps(out + c * out_stride + 8, _mm256_setzero_ps());
+    }
+    for (int b = 0; b < n / QT_QK_K; b++) {
+        rows8 p[2];
+        if (!pack_rows8(type, x, x_stride, b, &p[0]) || !pack_rows8(type, x + 8 * x_stride, x_stride, b, &p[1])) {
+            for (int c = 0; c < ncols; c++) {
+                _mm256_storeu_ps(out + c * out_stride, _mm256_set1_ps(NAN));
+                _mm256_storeu_ps(out + c * out_stride + 8, _mm256_set1_ps(NAN));
+            }
+            return;
+        }
+        alignas(32) __m256i sw[2][16];
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 16; j++) sw[h][j] = both16(p[h].sp[j / 2], j % 2);
+        int c = 0;
+        for (; c + 4 <= ncols; c += 4) {
+            const qt_block_q8_K *yb[4];
+            for (int i = 0; i < 4; i++) yb[i] = (const qt_block_q8_K *)((const uint8_t *)vy + (c + i) * y_stride) + b;
+            alignas(32) __m256i is[8]; /* [4h + column] */
+            sub_4x2(p, sw, 0, yb, 1, split, is);
+#pragma GCC unroll 1
+            for (int j = 1; j < 16; j++) sub_4x2(p, sw, j, yb, 0, split, is);
+            for (int i = 0; i < 4; i++) {
+                __m256i pr[8]; /* one column's pairs for both halves */
+                bsum_pairs(yb[i], pr);
+                for (int h = 0; h < 2; h++)
+                    col_finish_pairs(&p[h], yb[i], is[4 * h + i], pr, out + (c + i) * out_stride + 8 * h);
+            }
+        }
+        for (; c < ncols; c++) {
+            const qt_block_q8_K *y0 = (const qt_block_q8_K *)((const uint8_t *)vy + c * y_stride) + b;
+            const int8_t *yq[1] = {y0->qs};
+            for (int h = 0; h < 2; h++) {
+                __m256i is[1];
+                col_isums(&p[h], sw[h], yq, is, 1);
+                col_finish(&p[h], y0, is[0], out + c * out_stride + 8 * h);
+            }
         }
     }
 }

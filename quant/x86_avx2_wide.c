@@ -64,60 +64,6 @@ INLINE void prefetch_rows(const uint8_t *p, size_t stride, size_t bytes)
         for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(p + r * stride + o), _MM_HINT_T0);
 }
 
-/* ---- the products of 4 columns and 16 rows ---------------------------------
- * One 32-element step (a Q4_0 block, a Q4_K sub-block; Q2_K's 16-element
- * sub-block takes half the steps) for 4 columns and both halves: ahc
- * the int16 pair sums of half h against column c.  Each quant vector is
- * loaded once for the 4 columns and each activation broadcast serves both
- * halves, so a product costs 1/4 load, 1/2 broadcast and its add, near
- * the vector pipes' limit on Zen 3 (0.22-0.26 ns per product measured
- * alone, 0.17-0.19 without the adds).  Written as asm: compiled from
- * intrinsics, GCC loaded each quant vector once per column and kept one
- * broadcast per half (two loads per product), and spilled the int32 sums
- * it kept across the products.  u0, u1: the halves' 8 (Q2_K: 4) quant
- * vectors; y[c]: the column's 32 (16) bytes. */
-#define SUB_FIRST(K, Y, A0, A1)                               \
-    "vpbroadcastd " #K "*4(%[" Y "]), %[b]\n\t"               \
-    "vpmaddubsw %[b], %[w0], %[" A0 "]\n\t"                   \
-    "vpmaddubsw %[b], %[w1], %[" A1 "]\n\t"
-#define SUB_NEXT(K, Y, A0, A1)                                \
-    "vpbroadcastd " #K "*4(%[" Y "]), %[b]\n\t"               \
-    "vpmaddubsw %[b], %[w0], %[t]\n\t"                        \
-    "vpaddw %[t], %[" A0 "], %[" A0 "]\n\t"                   \
-    "vpmaddubsw %[b], %[w1], %[t]\n\t"                        \
-    "vpaddw %[t], %[" A1 "], %[" A1 "]\n\t"
-#define SUB_STEP(M, K)                                        \
-    "vmovdqa " #K "*32(%[u0]), %[w0]\n\t"                     \
-    "vmovdqa " #K "*32(%[u1]), %[w1]\n\t"                     \
-    M(K, "y0", "a00", "a10") M(K, "y1", "a01", "a11") M(K, "y2", "a02", "a12") M(K, "y3", "a03", "a13")
-#define SUB_SET(A, SW, I)                                     \
-    "vpmaddwd (%[" SW "]), %[" A "], %[" A "]\n\t"            \
-    "vmovdqa %[" A "], " #I "*32(%[is])\n\t"
-#define SUB_ADD(A, SW, I)                                     \
-    "vpmaddwd (%[" SW "]), %[" A "], %[" A "]\n\t"            \
-    "vpaddd " #I "*32(%[is]), %[" A "], %[" A "]\n\t"         \
-    "vmovdqa %[" A "], " #I "*32(%[is])\n\t"
-#define SUB_OUT(M)                                            \
-    M("a00", "sw0", 0) M("a01", "sw0", 1) M("a02", "sw0", 2) M("a03", "sw0", 3)              \
-    M("a10", "sw1", 4) M("a11", "sw1", 5) M("a12", "sw1", 6) M("a13", "sw1", 7)
-#define SUB_32 SUB_STEP(SUB_FIRST, 0) SUB_STEP(SUB_NEXT, 1) SUB_STEP(SUB_NEXT, 2) SUB_STEP(SUB_NEXT, 3) \
-    SUB_STEP(SUB_NEXT, 4) SUB_STEP(SUB_NEXT, 5) SUB_STEP(SUB_NEXT, 6) SUB_STEP(SUB_NEXT, 7)
-#define SUB_16 SUB_STEP(SUB_FIRST, 0) SUB_STEP(SUB_NEXT, 1) SUB_STEP(SUB_NEXT, 2) SUB_STEP(SUB_NEXT, 3)
-/* volatile with a memory clobber: the asm reads u, sw and y and writes
- * is[] (operands for all of them would pass asm's limit of 30).  SUB_REGS
- * names the asm's registers, one variable each (an array of them was
- * stored to the stack after every step); ahc: the int16 sums of half h,
- * column c after SUB_32/SUB_16. */
-#define SUB_REGS __m256i a00, a01, a02, a03, a10, a11, a12, a13, w0, w1, b, t
-#define SUB_OUTS                                                                                               \
-    [a00] "=&x"(a00), [a01] "=&x"(a01), [a02] "=&x"(a02), [a03] "=&x"(a03), [a10] "=&x"(a10), [a11] "=&x"(a11), \
-        [a12] "=&x"(a12), [a13] "=&x"(a13), [w0] "=&x"(w0), [w1] "=&x"(w1), [b] "=&x"(b), [t] "=&x"(t)
-#define SUB_INS [u0] "r"(u0), [u1] "r"(u1), [y0] "r"(y[0]), [y1] "r"(y[1]), [y2] "r"(y[2]), [y3] "r"(y[3])
-#define SUB_ASM_REGS(CODE) __asm__ volatile(CODE : SUB_OUTS : SUB_INS : "memory")
-#define SUB_ASM(CODE)                                                                                          \
-    __asm__ volatile(CODE : SUB_OUTS : SUB_INS, [sw0] "r"(sw0), [sw1] "r"(sw1), [is] "r"(is) : "memory")
-
-
 /* ---- Q4_0 ------------------------------------------------------------------ */
 
 typedef qt_rp_col_block col_block;
@@ -919,18 +865,5 @@ static const qt_rp_wide wide_q2_K = {qt_rp_aux_none, qt_rp_prep_none, run_q2_K, 
 const qt_rp_wide *const qt_rp_wide_avx2[QT_COUNT] = {
     [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &wide_q4_K, [QT_Q2_K] = &wide_q2_K};
 
-#undef SUB_FIRST
-#undef SUB_NEXT
-#undef SUB_STEP
-#undef SUB_SET
-#undef SUB_ADD
-#undef SUB_OUT
-#undef SUB_32
-#undef SUB_16
-#undef SUB_OUTS
-#undef SUB_REGS
-#undef SUB_INS
-#undef SUB_ASM_REGS
-#undef SUB_ASM
 
 #endif

@@ -233,7 +233,8 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
 }
 
 /* The tiled order's kernel for this CPU against its reference. */
-static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_tiled_rows8_fn rows8, qt_type type) {
+static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_tiled_rows8_fn rows8, qt_tiled_rows8_fn rows16,
+                              qt_type type) {
     const qt_tiled_row_fn ref = qt_tiled_row_ref();
     char name[128];
     for (int sc = 0; sc < SC_COUNT; sc++) {
@@ -266,6 +267,22 @@ static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_tiled_rows8
                 for (int c = 0; c < ncols; c++)
                     CHECK(same_bits(a[c], o8[9 * c + r]), "rows8 nb=%d row %d col %d: ref %a, kernel %a", nb, r, c,
                           a[c], o8[9 * c + r]);
+            }
+            free(w);
+            free(y);
+            if (!rows16) continue;
+            /* 16 rows at once, 1-5 columns past the 4-column passes */
+            w = xmalloc(x_stride * 16);
+            y = xmalloc(y_stride * ncols);
+            for (int r = 0; r < 16; r++) fill_weights(type, w + r * x_stride, nb, sc);
+            for (int c = 0; c < ncols; c++) fill_acts(QT_Q8_K, y + c * y_stride, nb, sc);
+            float o16[16 * 17];
+            rows16(type, n, w, x_stride, y, y_stride, ncols, o16, 17);
+            for (int r = 0; r < 16; r++) {
+                ref(type, n, w + r * x_stride, y, y_stride, ncols, a, 1);
+                for (int c = 0; c < ncols; c++)
+                    CHECK(same_bits(a[c], o16[17 * c + r]), "rows16 nb=%d row %d col %d: ref %a, kernel %a", nb, r, c,
+                          a[c], o16[17 * c + r]);
             }
             free(w);
             free(y);
@@ -545,7 +562,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof kquants / sizeof kquants[0]; i++) {
 #if defined(__x86_64__)
         if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2))
-            test_tiled_vs_ref("avx2", qt_avx2_tiled_row, qt_avx2_tiled_rows8, kquants[i]);
+            test_tiled_vs_ref("avx2", qt_avx2_tiled_row, qt_avx2_tiled_rows8, qt_avx2_tiled_rows16, kquants[i]);
 #endif
     }
     const char *fixtures[] = {"repack_q4_0", "repack_q4_k", "repack_q2_k", "repack_iq4_nl", "tinyblas_iq4_nl",
