@@ -112,12 +112,33 @@ static void quants_q6_K(const qt_block_q6_K *x, uint8_t q[256])
     }
 }
 
+/* The same for Q3_K: element 32t + l (t = 4h + part) is bits 2part,
+ * 2part + 1 of qs[32h + l], plus 4 where bit t of hmask[l] is set. */
+static void quants_q3_K(const qt_block_q3_K *x, uint8_t q[256])
+{
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    const __m256i hm = _mm256_loadu_si256((const __m256i *)x->hmask);
+    for (int h = 0; h < 2; h++) {
+        const __m256i qs = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * h));
+        for (int part = 0; part < 4; part++) {
+            const int t = 4 * h + part;
+            /* 16-bit shifts: the masks keep each byte's own bits */
+            const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * part), m3);
+            const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, t), one), 2);
+            _mm256_storeu_si256((__m256i *)(q + 32 * t), _mm256_or_si256(lo, hi));
+        }
+    }
+}
+
 /* qt_tiled_unpack, with the quants of the types above unpacked here. */
 static size_t unpack(qt_type type, const void *x, qt_tiled_block *k)
 {
-    if (type != QT_Q6_K) return qt_tiled_unpack(type, x, k);
+    if (type != QT_Q6_K && type != QT_Q3_K) return qt_tiled_unpack(type, x, k);
     const size_t size = qt_tiled_unpack_scales(type, x, k);
-    quants_q6_K(x, k->q);
+    if (type == QT_Q6_K)
+        quants_q6_K(x, k->q);
+    else
+        quants_q3_K(x, k->q);
     return size;
 }
 
