@@ -133,8 +133,128 @@ static void swiglu(float *g, const float *u, int64_t n)
     }
 }
 
+/* The rows' x * scale * w, 8 lanes at a time, the tail as the reference. */
+static void rms_scale(int nt, int n, const float *x, const float *w, const float *scale, float *out)
+{
+    const int n8 = n & ~7;
+    for (int t = 0; t < nt; t++) {
+        const float *xr = x + (int64_t)t * n;
+        float *o = out + (int64_t)t * n;
+        const __m256 vs = _mm256_set1_ps(scale[t]);
+        for (int i = 0; i < n8; i += 8)
+            _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i), vs), _mm256_loadu_ps(w + i)));
+        for (int i = n8; i < n; i++) o[i] = xr[i] * scale[t] * w[i];
+    }
+}
+
+/* Up to eight rows with n a multiple of 8, as the AVX-512 kernel: the
+ * rows' sums are lanes of doubles (rows 0-3 and 4-7 in two registers),
+ * fed column by column from 8 x 8 transposes of the squares, so each
+ * row's adds stay in element order; missing rows repeat row 0 and are
+ * dropped. */
+static void rmsnorm(int nt, int n, float *x, const float *y, const float *w, float eps, float *out)
+{
+    float scale[QT_RMS_ROWS];
+    if (n % 8) {
+        for (int t = 0; t < nt; t++) {
+            float *xr = x + (int64_t)t * n;
+            double ss = 0.0;
+            for (int i = 0; i < n; i++) {
+                if (y) xr[i] = xr[i] + y[(int64_t)t * n + i];
+                ss += (double)(xr[i] * xr[i]);
+            }
+            scale[t] = 1.0f / sqrtf((float)(ss / n) + eps);
+        }
+        rms_scale(nt, n, x, w, scale, out);
+        return;
+    }
+    __m256d ss0 = _mm256_setzero_pd(), ss1 = _mm256_setzero_pd();
+    for (int i = 0; i < n; i += 8) {
+        __m256 r[8], t[8], u[8];
+        for (int j = 0; j < 8; j++) {
+            const int64_t at = (int64_t)(j < nt ? j : 0) * n + i;
+            r[j] = _mm256_loadu_ps(x + at);
+            if (y) {
+                r[j] = _mm256_add_ps(r[j], _mm256_loadu_ps(y + at));
+                if (j < nt) _mm256_storeu_ps(x + at, r[j]);
+            }
+            r[j] = _mm256_mul_ps(r[j], r[j]);
+        }
+        for (int j = 0; j < 8; j += 2) {
+            t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+            t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+        }
+        for (int j = 0; j < 8; j += 4) {
+            u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+            u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);
+            u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+            u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);
+        }
+        /* column c of the block: rows 0..3 in u[c % 4], rows 4..7 in
+         * u[4 + c % 4], the low halves for c < 4, the high ones after */
+        for (int c = 0; c < 4; c++) {
+            ss0 = _mm256_add_pd(ss0, _mm256_cvtps_pd(_mm256_castps256_ps128(u[c])));
+            ss1 = _mm256_add_pd(ss1, _mm256_cvtps_pd(_mm256_castps256_ps128(u[4 + c])));
+        }
+        for (int c = 0; c < 4; c++) {
+            ss0 = _mm256_add_pd(ss0, _mm256_cvtps_pd(_mm256_extractf128_ps(u[c], 1)));
+            ss1 = _mm256_add_pd(ss1, _mm256_cvtps_pd(_mm256_extractf128_ps(u[4 + c], 1)));
+        }
+    }
+    double s[8];
+    _mm256_storeu_pd(s, ss0);
+    _mm256_storeu_pd(s + 4, ss1);
+    for (int j = 0; j < nt; j++) scale[j] = 1.0f / sqrtf((float)(s[j] / n) + eps);
+    rms_scale(nt, n, x, w, scale, out);
+}
+
+/* One pair as the reference turns it. */
+INLINE void rope_pair(float *a, float *b, float c, float sn)
+{
+    const float x0 = *a, x1 = *b;
+    *a = fmaf(x0, c, -(x1 * sn));
+    *b = fmaf(x0, sn, x1 * c);
+}
+
+/* Four pairs (llama order) or eight (neox) per step, the tail pair by
+ * pair; the reference's products and FMAs, lane by lane. */
+static void rope(float *x, int n_head, int head_dim, int n_rot, int neox, const float (*cs)[2])
+{
+    const int half = n_rot / 2;
+    const float *csf = &cs[0][0];
+    for (int h = 0; h < n_head; h++) {
+        float *v = x + (int64_t)h * head_dim;
+        int i = 0;
+        if (!neox) {
+            for (; i + 4 <= half; i += 4) { /* pairs i..i+3: floats 2i..2i+7 */
+                const __m256 t = _mm256_loadu_ps(csf + 2 * i);
+                const __m256 c = _mm256_moveldup_ps(t), sn = _mm256_movehdup_ps(t);
+                const __m256 xv = _mm256_loadu_ps(v + 2 * i), xs = _mm256_permute_ps(xv, 0xb1);
+                /* even lanes: fma(x0, c, -(x1 * s)); odd: fma(x0, s, x1 * c) */
+                const __m256 ev = _mm256_fmsub_ps(xv, c, _mm256_mul_ps(xs, sn));
+                const __m256 od = _mm256_fmadd_ps(xs, sn, _mm256_mul_ps(xv, c));
+                _mm256_storeu_ps(v + 2 * i, _mm256_blend_ps(ev, od, 0xaa));
+            }
+            for (; i < half; i++) rope_pair(v + 2 * i, v + 2 * i + 1, cs[i][0], cs[i][1]);
+        } else {
+            for (; i + 8 <= half; i += 8) {
+                const __m256 t0 = _mm256_loadu_ps(csf + 2 * i), t1 = _mm256_loadu_ps(csf + 2 * i + 8);
+                /* even floats (cos) and odd (sin) of the 16, in pair order */
+                const __m256 c = _mm256_castpd_ps(
+                    _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(t0, t1, 0x88)), 0xd8));
+                const __m256 sn = _mm256_castpd_ps(
+                    _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(t0, t1, 0xdd)), 0xd8));
+                const __m256 x0 = _mm256_loadu_ps(v + i), x1 = _mm256_loadu_ps(v + i + half);
+                _mm256_storeu_ps(v + i, _mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, sn)));
+                _mm256_storeu_ps(v + i + half, _mm256_fmadd_ps(x0, sn, _mm256_mul_ps(x1, c)));
+            }
+            for (; i < half; i++) rope_pair(v + i, v + i + half, cs[i][0], cs[i][1]);
+        }
+    }
+}
+
 const qt_f32_ops qt_f32_avx2 = {.name = "avx2", .dot = dot, .pv = pv, .exp16 = exp16, .softmax = softmax,
-                                .swiglu = swiglu};
+                                .swiglu = swiglu, .rmsnorm = rmsnorm, .rope = rope};
 
 #else
 typedef int qt_x86_avx2_f32_unused;

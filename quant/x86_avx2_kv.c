@@ -254,11 +254,43 @@ static void pv_i8_multi(int n, int d, int nq, const int8_t *v, int64_t ldv, cons
 #undef PV_TILE
 #undef PV_HEADS
 
+/* qt_kv_quantize_i8's bits: the max of |x| (max takes its second operand
+ * when the first is NaN, as fmaxf ignores one), then x * id rounded to
+ * nearest even by vcvtps2dq as by lrintf (NaN or out-of-range products
+ * become INT32_MIN here and LONG_MIN there, both clamped to -127),
+ * clamped to +-127; the tail past a multiple of 8 as the reference. */
+static float quantize_i8(int n, const float *x, int8_t *q)
+{
+    const int n8 = n & ~7;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < n8; i += 8) m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), m);
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float amax = _mm_cvtss_f32(m4);
+    for (int i = n8; i < n; i++) amax = fmaxf(amax, fabsf(x[i]));
+    const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const __m256 vid = _mm256_set1_ps(id);
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    for (int i = 0; i < n8; i += 8) {
+        const __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vid));
+        const __m256i c = _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);
+        const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+        _mm_storel_epi64((__m128i *)(q + i), _mm_packs_epi16(w, w));
+    }
+    for (int i = n8; i < n; i++) {
+        const long v = lrintf(x[i] * id);
+        q[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+    }
+    return d;
+}
+
 const qt_kv_ops qt_kv_avx2 = {.name = "avx2", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16,
-                              .qk_i8_multi = qk_i8_multi, .pv_i8_multi = pv_i8_multi};
+                              .quantize_i8 = quantize_i8, .qk_i8_multi = qk_i8_multi, .pv_i8_multi = pv_i8_multi};
 const qt_kv_ops qt_kv_avx2_vnni = {.name = "avx2-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16,
-                                   .pv_i8 = pv_i8, .pv_f16 = pv_f16, .qk_i8_multi = qk_i8_multi,
-                                   .pv_i8_multi = pv_i8_multi};
+                                   .pv_i8 = pv_i8, .pv_f16 = pv_f16, .quantize_i8 = quantize_i8,
+                                   .qk_i8_multi = qk_i8_multi, .pv_i8_multi = pv_i8_multi};
 
 #else
 typedef int qt_x86_avx2_kv_unused;
