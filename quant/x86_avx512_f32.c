@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "f32ops.h"
+#include "x86_rms8.h"
 #include "x86_avx512_exp.h"
 
 /* GCC's _mm512_reduce_add_ps, spelled out so the order is ours to keep. */
@@ -136,40 +137,14 @@ static void rmsnorm(int nt, int n, float *x, const float *y, const float *w, flo
 {
     float scale[QT_RMS_ROWS];
     if (n % 8) {
-        for (int t = 0; t < nt; t++) {
-            float *xr = x + (int64_t)t * n;
-            double ss = 0.0;
-            for (int i = 0; i < n; i++) {
-                if (y) xr[i] = xr[i] + y[(int64_t)t * n + i];
-                ss += (double)(xr[i] * xr[i]);
-            }
-            scale[t] = 1.0f / sqrtf((float)(ss / n) + eps);
-        }
+        qt_rms_scales_scalar(nt, n, x, y, eps, scale);
         rms_scale(nt, n, x, w, scale, out);
         return;
     }
     __m512d ss = _mm512_setzero_pd();
     for (int i = 0; i < n; i += 8) {
-        __m256 r[8], t[8], u[8];
-        for (int j = 0; j < 8; j++) {
-            const int64_t at = (int64_t)(j < nt ? j : 0) * n + i;
-            r[j] = _mm256_loadu_ps(x + at);
-            if (y) {
-                r[j] = _mm256_add_ps(r[j], _mm256_loadu_ps(y + at));
-                if (j < nt) _mm256_storeu_ps(x + at, r[j]);
-            }
-            r[j] = _mm256_mul_ps(r[j], r[j]);
-        }
-        for (int j = 0; j < 8; j += 2) {
-            t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
-            t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
-        }
-        for (int j = 0; j < 8; j += 4) {
-            u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
-            u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);
-            u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
-            u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);
-        }
+        __m256 u[8];
+        qt_rms_squares8(nt, n, x, y, i, u);
         /* column c of the block: rows 0..3 from u[c % 4], rows 4..7 from
          * u[4 + c % 4], the low halves for c < 4, the high ones after */
         for (int c = 0; c < 4; c++)

@@ -232,6 +232,28 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
     }
 }
 
+/* nr rows x_stride apart at once (rows8, rows16): every row and column as
+ * the reference's one row; ncols leaves columns past the 4-column passes. */
+static void check_tiled_rows(qt_type type, int n, size_t x_stride, int ncols, int sc, qt_tiled_rows8_fn kernel, int nr)
+{
+    const qt_tiled_row_fn ref = qt_tiled_row_ref();
+    const int nb = n / QT_QK_K, ld = nr + 1;
+    const size_t y_stride = qt_row_size(QT_Q8_K, n);
+    uint8_t *w = xmalloc(x_stride * (size_t)nr), *y = xmalloc(y_stride * (size_t)ncols);
+    for (int r = 0; r < nr; r++) fill_weights(type, w + r * x_stride, nb, sc);
+    for (int c = 0; c < ncols; c++) fill_acts(QT_Q8_K, y + c * y_stride, nb, sc);
+    float out[16 * 17], a[16];
+    kernel(type, n, w, x_stride, y, y_stride, ncols, out, (size_t)ld);
+    for (int r = 0; r < nr; r++) {
+        ref(type, n, w + r * x_stride, y, y_stride, ncols, a, 1);
+        for (int c = 0; c < ncols; c++)
+            CHECK(same_bits(a[c], out[ld * c + r]), "rows%d nb=%d row %d col %d: ref %a, kernel %a", nr, nb, r, c,
+                  a[c], out[ld * c + r]);
+    }
+    free(w);
+    free(y);
+}
+
 /* The tiled order's kernel for this CPU against its reference. */
 static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_tiled_rows8_fn rows8, qt_tiled_rows8_fn rows16,
                               qt_type type) {
@@ -253,39 +275,9 @@ static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_tiled_rows8
                 CHECK(same_bits(a[c], b[c]), "nb=%d col %d: ref %a, kernel %a", nb, c, a[c], b[c]);
             free(w);
             free(y);
-            if (!rows8) continue;
-            /* 8 rows at once: every row and column as the reference */
             const size_t x_stride = qt_row_size(type, n) + 16 * (size_t)rng_below(3);
-            w = xmalloc(x_stride * 8);
-            y = xmalloc(y_stride * ncols);
-            for (int r = 0; r < 8; r++) fill_weights(type, w + r * x_stride, nb, sc);
-            for (int c = 0; c < ncols; c++) fill_acts(QT_Q8_K, y + c * y_stride, nb, sc);
-            float o8[16 * 9];
-            rows8(type, n, w, x_stride, y, y_stride, ncols, o8, 9);
-            for (int r = 0; r < 8; r++) {
-                ref(type, n, w + r * x_stride, y, y_stride, ncols, a, 1);
-                for (int c = 0; c < ncols; c++)
-                    CHECK(same_bits(a[c], o8[9 * c + r]), "rows8 nb=%d row %d col %d: ref %a, kernel %a", nb, r, c,
-                          a[c], o8[9 * c + r]);
-            }
-            free(w);
-            free(y);
-            if (!rows16) continue;
-            /* 16 rows at once, 1-5 columns past the 4-column passes */
-            w = xmalloc(x_stride * 16);
-            y = xmalloc(y_stride * ncols);
-            for (int r = 0; r < 16; r++) fill_weights(type, w + r * x_stride, nb, sc);
-            for (int c = 0; c < ncols; c++) fill_acts(QT_Q8_K, y + c * y_stride, nb, sc);
-            float o16[16 * 17];
-            rows16(type, n, w, x_stride, y, y_stride, ncols, o16, 17);
-            for (int r = 0; r < 16; r++) {
-                ref(type, n, w + r * x_stride, y, y_stride, ncols, a, 1);
-                for (int c = 0; c < ncols; c++)
-                    CHECK(same_bits(a[c], o16[17 * c + r]), "rows16 nb=%d row %d col %d: ref %a, kernel %a", nb, r, c,
-                          a[c], o16[17 * c + r]);
-            }
-            free(w);
-            free(y);
+            if (rows8) check_tiled_rows(type, n, x_stride, ncols, sc, rows8, 8);
+            if (rows16) check_tiled_rows(type, n, x_stride, ncols, sc, rows16, 16);
         }
         TEST_END();
     }
