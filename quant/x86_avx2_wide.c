@@ -179,53 +179,16 @@ INLINE void gemv_q4_0(int n, float *s, const uint8_t *w, size_t stride, const ui
 }
 
 /* Many columns: PANEL blocks of the 16 rows unpacked once, then every
- * column against them, NC at a time sharing each quant load. */
+ * column against them, 4 at a time (the asm step), one at a time past
+ * the last 4. */
 #define PANEL 8
-#define NC 4
 typedef struct panel_q4_0 {
     __m256i u[PANEL][2][8];
     __m256 d[PANEL][2];
 } panel_q4_0;
 
-INLINE void columns_q4_0(const panel_q4_0 *p, int np, const int nc, int b, float *s, size_t ldo, const uint8_t *y,
-                         size_t y_stride, const uint8_t *aux, size_t aux_stride)
-{
-    for (int h = 0; h < 2; h++) {
-        __m256 acc[NC];
-#pragma GCC unroll 4
-        for (int c = 0; c < nc; c++) acc[c] = _mm256_loadu_ps(s + c * ldo + 8 * h);
-        for (int i = 0; i < np; i++) {
-            const int8_t *yq[NC];
-            const col_block *ab[NC];
-            __m256i s16[NC];
-#pragma GCC unroll 4
-            for (int c = 0; c < nc; c++) {
-                yq[c] = ((const qt_block_q8_0 *)(y + c * y_stride) + b + i)->qs;
-                ab[c] = (const col_block *)(aux + c * aux_stride) + b + i;
-                s16[c] = _mm256_setzero_si256();
-            }
-#pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) {
-                const __m256i u = p->u[i][h][k];
-#pragma GCC unroll 4
-                for (int c = 0; c < nc; c++)
-                    s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(u, bcast4(yq[c] + 4 * (k & 3) + 16 * (k >> 2))));
-            }
-#pragma GCC unroll 4
-            for (int c = 0; c < nc; c++) {
-                const __m256i is = _mm256_add_epi32(_mm256_madd_epi16(s16[c], _mm256_set1_epi16(1)),
-                                                    _mm256_set1_epi32(ab[c]->off));
-                const __m256 d = _mm256_mul_ps(p->d[i][h], _mm256_set1_ps(ab[c]->d));
-                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), d, acc[c]);
-            }
-        }
-#pragma GCC unroll 4
-        for (int c = 0; c < nc; c++) _mm256_storeu_ps(s + c * ldo + 8 * h, acc[c]);
-    }
-}
-
-/* columns_q4_0 for 4 columns and both halves at once (the products above),
- * its float work in its order per output. */
+/* 4 columns and both halves at once (the asm step), each output's float
+ * work in block_fma's order. */
 INLINE void columns16_q4_0(const panel_q4_0 *p, int np, int b, float *s, size_t ldo, const uint8_t *yc,
                            size_t y_stride, const uint8_t *aux, size_t aux_stride)
 {
@@ -293,8 +256,13 @@ INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *
             columns16_q4_0(&p, np, b, s + (size_t)c * ldo, ldo, y + c * y_stride, y_stride, aux + c * aux_stride,
                            aux_stride);
         for (; c < ncols; c++)
-            columns_q4_0(&p, np, 1, b, s + (size_t)c * ldo, ldo, y + c * y_stride, y_stride, aux + c * aux_stride,
-                         aux_stride);
+            for (int h = 0; h < 2; h++) {
+                float *o = s + (size_t)c * ldo + 8 * h;
+                __m256 acc = _mm256_loadu_ps(o);
+                for (int i = 0; i < np; i++)
+                    acc = block_fma(acc, p.u[i][h], p.d[i][h], y + c * y_stride, aux + c * aux_stride, b + i);
+                _mm256_storeu_ps(o, acc);
+            }
     }
 }
 
@@ -441,65 +409,45 @@ INLINE __m256i sub_sum(const half_k *p, int j, const int q4k, const int8_t *yq)
     return _mm256_madd_epi16(s, p->sw[j]);
 }
 
-/* Adds one super-block of `nc` columns to acc (in s) and accm (in sm, 8
- * floats per column), for one half; gemm: one fma pair per group, else
- * per super-block. */
-INLINE void columns_k(const half_k *p, const int nc, const int q4k, const int gemm, const uint8_t *y,
-                      size_t y_stride, const uint32_t *pairs, size_t pairs_stride, float *s, size_t ldo, float *sm)
+/* Adds one super-block of one column to acc (at s) and accm (at sm), for
+ * one half; gemm: one fma pair per group, else per super-block. */
+INLINE void column_k(const half_k *p, const int q4k, const int gemm, const qt_block_q8_K *yb, const uint32_t *pairs,
+                     float *s, float *sm)
 {
     const int sub = q4k ? 32 : 16, per_group = q4k ? 2 : 8, groups = q4k ? 4 : 2;
-    const qt_block_q8_K *yb[NC];
-    __m256 acc[NC], accm[NC], d[NC], dm[NC];
-    __m256i ist[NC], imt[NC];
-#pragma GCC unroll 4
-    for (int c = 0; c < nc; c++) {
-        yb[c] = (const qt_block_q8_K *)(y + c * y_stride);
-        acc[c] = _mm256_loadu_ps(s + c * ldo);
-        accm[c] = _mm256_loadu_ps(sm + 8 * c);
-        const __m256 dy = _mm256_set1_ps(yb[c]->d);
-        d[c] = _mm256_mul_ps(p->d, dy);
-        dm[c] = _mm256_mul_ps(p->dmin, dy);
-        ist[c] = imt[c] = _mm256_setzero_si256();
-    }
+    __m256 acc = _mm256_loadu_ps(s), accm = _mm256_loadu_ps(sm);
+    const __m256 dy = _mm256_set1_ps(yb->d), d = _mm256_mul_ps(p->d, dy), dm = _mm256_mul_ps(p->dmin, dy);
+    __m256i ist = _mm256_setzero_si256(), imt = _mm256_setzero_si256();
     for (int g = 0; g < groups; g++) {
-        __m256i is[NC], im[NC];
-#pragma GCC unroll 4
-        for (int c = 0; c < nc; c++) is[c] = im[c] = _mm256_setzero_si256();
+        __m256i is = _mm256_setzero_si256(), im = _mm256_setzero_si256();
         /* not unrolled: Q2_K's 8 sub-blocks unrolled spilled 124 vectors */
 #pragma GCC unroll 1
         for (int j = per_group * g; j < per_group * (g + 1); j++)
-#pragma GCC unroll 4
-            for (int c = 0; c < nc; c++) is[c] = _mm256_add_epi32(is[c], sub_sum(p, j, q4k, yb[c]->qs + sub * j));
-#pragma GCC unroll 4
-        for (int c = 0; c < nc; c++) {
-            if (q4k) {
-                /* the mins' bsum pairs, formed once per matmul (prep) */
-                im[c] = _mm256_madd_epi16(p->mins[g], _mm256_set1_epi32((int)pairs[c * pairs_stride + g]));
-            } else {
-                for (int i = 4 * g; i < 4 * g + 4; i++) {
-                    int32_t pair;
-                    memcpy(&pair, yb[c]->bsums + 2 * i, sizeof pair);
-                    im[c] = _mm256_add_epi32(im[c], _mm256_madd_epi16(p->mins[i], _mm256_set1_epi32(pair)));
-                }
-            }
-            if (gemm) {
-                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[c]), d[c], acc[c]);
-                accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im[c]), dm[c], accm[c]);
-            } else {
-                ist[c] = _mm256_add_epi32(ist[c], is[c]);
-                imt[c] = _mm256_add_epi32(imt[c], im[c]);
+            is = _mm256_add_epi32(is, sub_sum(p, j, q4k, yb->qs + sub * j));
+        if (q4k) {
+            /* the mins' bsum pairs, formed once per matmul (prep) */
+            im = _mm256_madd_epi16(p->mins[g], _mm256_set1_epi32((int)pairs[g]));
+        } else {
+            for (int i = 4 * g; i < 4 * g + 4; i++) {
+                int32_t pair;
+                memcpy(&pair, yb->bsums + 2 * i, sizeof pair);
+                im = _mm256_add_epi32(im, _mm256_madd_epi16(p->mins[i], _mm256_set1_epi32(pair)));
             }
         }
-    }
-#pragma GCC unroll 4
-    for (int c = 0; c < nc; c++) {
-        if (!gemm) {
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ist[c]), d[c], acc[c]);
-            accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imt[c]), dm[c], accm[c]);
+        if (gemm) {
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), d, acc);
+            accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), dm, accm);
+        } else {
+            ist = _mm256_add_epi32(ist, is);
+            imt = _mm256_add_epi32(imt, im);
         }
-        _mm256_storeu_ps(s + c * ldo, acc[c]);
-        _mm256_storeu_ps(sm + 8 * c, accm[c]);
     }
+    if (!gemm) {
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ist), d, acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imt), dm, accm);
+    }
+    _mm256_storeu_ps(s, acc);
+    _mm256_storeu_ps(sm, accm);
 }
 
 /* Sub-block j for 4 columns and both halves: is[4h + c] (first: =, else
@@ -524,7 +472,7 @@ INLINE void sub_block_4x2(const half_k p[2], int j, const int q4k, const qt_bloc
 }
 
 /* Adds one super-block of both halves (p[0], p[1]) for 4 columns, in
- * columns_k's order: s rows 0..15 of each column, sm[h] + 8c its mins.
+ * column_k's order: s rows 0..15 of each column, sm[h] + 8c its mins.
  * The integer sums of all groups are formed first and the float work
  * follows, per output: the same operations in the same order per
  * accumulator, without the float state living across the asm. */
@@ -631,8 +579,8 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
             }
             for (; c < nch; c++)
                 for (int h = 0; h < 2; h++)
-                    columns_k(&p[h], 1, q4k, gemm, yb + c * y_stride, y_stride, pairs ? pairs + (c0 + c) * ps : NULL,
-                              ps, sc + c * ldo + 8 * h, ldo, sm[h] + 8 * c);
+                    column_k(&p[h], q4k, gemm, (const qt_block_q8_K *)(yb + c * y_stride),
+                             pairs ? pairs + (c0 + c) * ps : NULL, sc + c * ldo + 8 * h, sm[h] + 8 * c);
         }
         for (int c = 0; c < nch; c++)
             for (int h = 0; h < 2; h++)
