@@ -619,14 +619,15 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++) qkv_finish(c, l, t, &rope, pos);
                 sync_team(c, own, pf.o);
-                /* a token's heads at a time as threads come (a static split
-                 * gave the thread with the later tokens, which see more
-                 * cells, about three quarters of the work at 2 threads),
-                 * a KV head's query heads together where gl_attn_group
-                 * applies (the same bits as head by head) */
-                #pragma omp for collapse(2) schedule(dynamic, hp->n_head) nowait
+                /* a KV head's query heads at a time as threads come (a
+                 * static split gave the thread with the later tokens,
+                 * which see more cells, about three quarters of the work
+                 * at 2 threads), together through gl_attn_group where it
+                 * applies in a batch, as the unfused pass does (the same
+                 * bits as head by head) */
+                #pragma omp for collapse(2) schedule(dynamic, hp->n_head / hp->n_head_kv) nowait
                 for (int t = 0; t < T; t++)
-                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq, true);
+                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq, T > 1);
                 sync_team(c, own, pf.o);
                 #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++)
