@@ -409,45 +409,77 @@ INLINE __m256i sub_sum(const half_k *p, int j, const int q4k, const int8_t *yq)
     return _mm256_madd_epi16(s, p->sw[j]);
 }
 
-/* Adds one super-block of one column to acc (at s) and accm (at sm), for
- * one half; gemm: one fma pair per group, else per super-block. */
-INLINE void column_k(const half_k *p, const int q4k, const int gemm, const qt_block_q8_K *yb, const uint32_t *pairs,
-                     float *s, float *sm)
+/* The int16 pairs the mins multiply, broadcast: Q4_K per group (formed
+ * once per matmul, prep's pairs), Q2_K per pair of sub-blocks (the
+ * column's bsums). */
+INLINE void k_min_pairs(const int q4k, const qt_block_q8_K *yb, const uint32_t *pairs, __m256i mp[8])
 {
-    const int sub = q4k ? 32 : 16, per_group = q4k ? 2 : 8, groups = q4k ? 4 : 2;
-    __m256 acc = _mm256_loadu_ps(s), accm = _mm256_loadu_ps(sm);
-    const __m256 dy = _mm256_set1_ps(yb->d), d = _mm256_mul_ps(p->d, dy), dm = _mm256_mul_ps(p->dmin, dy);
+    const int np = q4k ? 4 : 8;
+#pragma GCC unroll 8
+    for (int i = 0; i < np; i++) {
+        int32_t pair;
+        if (q4k)
+            pair = (int32_t)pairs[i];
+        else
+            memcpy(&pair, yb->bsums + 2 * i, sizeof pair);
+        mp[i] = _mm256_set1_epi32(pair);
+    }
+}
+
+/* Group g's exact sum of mins times bsums, for one half. */
+INLINE __m256i k_mins(const half_k *p, int g, const int q4k, const __m256i mp[8])
+{
+    if (q4k) return _mm256_madd_epi16(p->mins[g], mp[g]);
+    __m256i im = _mm256_madd_epi16(p->mins[4 * g], mp[4 * g]);
+#pragma GCC unroll 3
+    for (int i = 4 * g + 1; i < 4 * g + 4; i++) im = _mm256_add_epi32(im, _mm256_madd_epi16(p->mins[i], mp[i]));
+    return im;
+}
+
+/* One half and column's float step from its groups' exact sums is[g],
+ * im[g]: acc (at o) and accm (at om) take one fma each per group (gemm),
+ * else one for the super-block's sums. */
+INLINE void k_float(const __m256i *is, const __m256i *im, const int groups, const int gemm, __m256 d, __m256 dm,
+                    float *o, float *om)
+{
+    __m256 acc = _mm256_loadu_ps(o), accm = _mm256_loadu_ps(om);
     __m256i ist = _mm256_setzero_si256(), imt = _mm256_setzero_si256();
+#pragma GCC unroll 4
     for (int g = 0; g < groups; g++) {
-        __m256i is = _mm256_setzero_si256(), im = _mm256_setzero_si256();
-        /* not unrolled: Q2_K's 8 sub-blocks unrolled spilled 124 vectors */
-#pragma GCC unroll 1
-        for (int j = per_group * g; j < per_group * (g + 1); j++)
-            is = _mm256_add_epi32(is, sub_sum(p, j, q4k, yb->qs + sub * j));
-        if (q4k) {
-            /* the mins' bsum pairs, formed once per matmul (prep) */
-            im = _mm256_madd_epi16(p->mins[g], _mm256_set1_epi32((int)pairs[g]));
-        } else {
-            for (int i = 4 * g; i < 4 * g + 4; i++) {
-                int32_t pair;
-                memcpy(&pair, yb->bsums + 2 * i, sizeof pair);
-                im = _mm256_add_epi32(im, _mm256_madd_epi16(p->mins[i], _mm256_set1_epi32(pair)));
-            }
-        }
         if (gemm) {
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), d, acc);
-            accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), dm, accm);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[g]), d, acc);
+            accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im[g]), dm, accm);
         } else {
-            ist = _mm256_add_epi32(ist, is);
-            imt = _mm256_add_epi32(imt, im);
+            ist = _mm256_add_epi32(ist, is[g]);
+            imt = _mm256_add_epi32(imt, im[g]);
         }
     }
     if (!gemm) {
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ist), d, acc);
         accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imt), dm, accm);
     }
-    _mm256_storeu_ps(s, acc);
-    _mm256_storeu_ps(sm, accm);
+    _mm256_storeu_ps(o, acc);
+    _mm256_storeu_ps(om, accm);
+}
+
+/* Adds one super-block of one column to acc (at s) and accm (at sm), for
+ * one half. */
+INLINE void column_k(const half_k *p, const int q4k, const int gemm, const qt_block_q8_K *yb, const uint32_t *pairs,
+                     float *s, float *sm)
+{
+    const int sub = q4k ? 32 : 16, per_group = q4k ? 2 : 8, groups = q4k ? 4 : 2;
+    const __m256 dy = _mm256_set1_ps(yb->d);
+    __m256i mp[8], is[4], im[4];
+    k_min_pairs(q4k, yb, pairs, mp);
+    for (int g = 0; g < groups; g++) {
+        is[g] = _mm256_setzero_si256();
+        /* not unrolled: Q2_K's 8 sub-blocks unrolled spilled 124 vectors */
+#pragma GCC unroll 1
+        for (int j = per_group * g; j < per_group * (g + 1); j++)
+            is[g] = _mm256_add_epi32(is[g], sub_sum(p, j, q4k, yb->qs + sub * j));
+        im[g] = k_mins(p, g, q4k, mp);
+    }
+    k_float(is, im, groups, gemm, _mm256_mul_ps(p->d, dy), _mm256_mul_ps(p->dmin, dy), s, sm);
 }
 
 /* Sub-block j for 4 columns and both halves: is[4h + c] (first: =, else
@@ -491,50 +523,18 @@ INLINE void columns16_k(const half_k p[2], const int q4k, const int gemm, const 
 #pragma GCC unroll 1
     for (int c = 0; c < 4; c++) {
         const __m256 dy = _mm256_set1_ps(yb[c]->d);
-        /* the int16 pairs the mins multiply (Q4_K: per group, from prep;
-         * Q2_K: per pair of sub-blocks, the column's bsums), for both halves */
-        const int np = q4k ? 4 : 8;
-        __m256i mp[8];
-#pragma GCC unroll 8
-        for (int i = 0; i < np; i++) {
-            int32_t pair;
-            if (q4k)
-                pair = (int32_t)pairs[c * pairs_stride + i];
-            else
-                memcpy(&pair, yb[c]->bsums + 2 * i, sizeof pair);
-            mp[i] = _mm256_set1_epi32(pair);
-        }
+        __m256i mp[8]; /* the column's, for both halves */
+        k_min_pairs(q4k, yb[c], q4k ? pairs + c * pairs_stride : NULL, mp);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
-            float *o = s + c * ldo + 8 * h, *om = sm[h] + 8 * c;
-            const __m256 d = _mm256_mul_ps(p[h].d, dy), dm = _mm256_mul_ps(p[h].dmin, dy);
-            __m256 acc = _mm256_loadu_ps(o), accm = _mm256_loadu_ps(om);
-            __m256i ist = _mm256_setzero_si256(), imt = _mm256_setzero_si256();
+            __m256i ish[4], im[4];
 #pragma GCC unroll 4
             for (int g = 0; g < groups; g++) {
-                __m256i im;
-                if (q4k) {
-                    im = _mm256_madd_epi16(p[h].mins[g], mp[g]);
-                } else {
-                    im = _mm256_madd_epi16(p[h].mins[4 * g], mp[4 * g]);
-#pragma GCC unroll 3
-                    for (int i = 4 * g + 1; i < 4 * g + 4; i++)
-                        im = _mm256_add_epi32(im, _mm256_madd_epi16(p[h].mins[i], mp[i]));
-                }
-                if (gemm) {
-                    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[g][4 * h + c]), d, acc);
-                    accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), dm, accm);
-                } else {
-                    ist = _mm256_add_epi32(ist, is[g][4 * h + c]);
-                    imt = _mm256_add_epi32(imt, im);
-                }
+                ish[g] = is[g][4 * h + c];
+                im[g] = k_mins(&p[h], g, q4k, mp);
             }
-            if (!gemm) {
-                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ist), d, acc);
-                accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imt), dm, accm);
-            }
-            _mm256_storeu_ps(o, acc);
-            _mm256_storeu_ps(om, accm);
+            k_float(ish, im, groups, gemm, _mm256_mul_ps(p[h].d, dy), _mm256_mul_ps(p[h].dmin, dy),
+                    s + c * ldo + 8 * h, sm[h] + 8 * c);
         }
     }
 }
