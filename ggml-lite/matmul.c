@@ -59,8 +59,13 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
         for (int t0 = 0; t0 < n_tokens; t0 += WIDE_TOKENS) {
             const int nt = n_tokens - t0 < WIDE_TOKENS ? n_tokens - t0 : WIDE_TOKENS;
             const int ng = n_gemm - t0 < 0 ? 0 : n_gemm - t0 > nt ? nt : n_gemm - t0;
-            /* the same groups go to the same thread in every pass */
-            #pragma omp for schedule(static) nowait
+            /* Groups as threads come for them, two at a time: a static
+             * split left the thread that another process slowed holding
+             * the rest at the end of the matmul (libgomp's spin was 4.6%
+             * of a tl-q4_k_m pp512 profile with 2 threads, 1.2% this
+             * way; tl-q4_0 3-4% and 0.6%).  Which thread runs a group
+             * does not change its bits. */
+            #pragma omp for schedule(dynamic, 2) nowait
             for (int64_t g = 0; g < n_wide / QT_RP_WIDE_ROWS; g++) {
                 const void *wg = gl_row(w, g * QT_RP_WIDE_ROWS);
                 float *out = &y[(int64_t)t0 * n_out + g * QT_RP_WIDE_ROWS];
@@ -455,6 +460,9 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
         /* groups of 16 rows, then of 8: each column read once per group */
         const int64_t n16 = rows16 ? n_out / 16 : 0, n8 = rows8 ? (n_out - 16 * n16) / 8 : 0;
         const int64_t r1 = 16 * n16 + 8 * n8; /* the rows left one at a time */
+        /* static: taken as they come (dynamic, 1 or 4), tl-q6_k pp512
+         * ran ~8% slower (alternated, 2 threads) though libgomp's spin
+         * fell from 3% to 0.5% */
         #pragma omp parallel for schedule(static)
         for (int64_t g = 0; g < n16 + n8 + (n_out - r1); g++) {
             if (g < n16)
