@@ -737,6 +737,93 @@ INLINE void gemv_q4_K_x16(int n, float *s, const uint8_t *w, const qt_block_q8_K
     _mm256_storeu_ps(s + 8, _mm256_sub_ps(acc1, accm1));
 }
 
+/* Byte j of each row's 16 scale bytes (v[j / 4], row-per-lane) in both
+ * int16 halves of its lane, whole: one vpshufb (byte_of and pair16 took
+ * five operations). */
+INLINE __m256i scale_pair(const __m256i v[4], int j)
+{
+    const int b = j % 4;
+    const __m256i ctl = _mm256_setr_epi8(b, -1, b, -1, 4 + b, -1, 4 + b, -1, 8 + b, -1, 8 + b, -1, 12 + b, -1, 12 + b,
+                                         -1, b, -1, b, -1, 4 + b, -1, 4 + b, -1, 8 + b, -1, 8 + b, -1, 12 + b, -1,
+                                         12 + b, -1);
+    return _mm256_shuffle_epi8(v[j / 4], ctl);
+}
+
+/* Bytes 2i and 2i + 1 of each row's scale bytes as the int16 pair of its
+ * lane, whole. */
+INLINE __m256i byte_pair(const __m256i v[4], int i)
+{
+    const int b = 2 * i % 4;
+    const __m256i ctl = _mm256_setr_epi8(b, -1, b + 1, -1, 4 + b, -1, 5 + b, -1, 8 + b, -1, 9 + b, -1, 12 + b, -1,
+                                         13 + b, -1, b, -1, b + 1, -1, 4 + b, -1, 5 + b, -1, 8 + b, -1, 9 + b, -1,
+                                         12 + b, -1, 13 + b, -1);
+    return _mm256_shuffle_epi8(v[2 * i / 4], ctl);
+}
+
+/* Q2_K from the x16 layout, both halves together as gemv_q4_K_x16: each
+ * activation broadcast serves the two halves' products, and the scales
+ * and mins come out with a shuffle each.  The integer sums are exact, so
+ * their order is free; the float work is gemv_k's.  Before this the
+ * one-column Q2_K kernel computed at 68% of the memory's read rate
+ * (`qlm bench --kernels`, 2 threads). */
+INLINE void gemv_q2_K_x16(int n, float *s, const uint8_t *w, const qt_block_q8_K *y)
+{
+    const int nb = n / QT_QK_K;
+    const size_t step = QT_X16_ROWS * sizeof(qt_block_q2_K);
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi16(15);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, accm0 = acc0, accm1 = acc0;
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = w + (size_t)b * step;
+        for (size_t o = 0; o < step; o += 64) _mm_prefetch((const char *)(blk + step + o), _MM_HINT_T0);
+        __m256i h0[4], h1[4];
+        k_head(blk, 0, 0, 1, h0);
+        k_head(blk, 0, 1, 1, h1);
+        __m256i is0 = _mm256_setzero_si256(), is1 = is0, im0 = is0, im1 = is0;
+#pragma GCC unroll 1
+        for (int g = 0; g < 2; g++)
+#pragma GCC unroll 1
+            for (int hf = 0; hf < 2; hf++) {
+                const uint8_t *q = blk + X16_Q2_QS + (size_t)(8 * g + 4 * hf) * 64;
+                __m256i r0[4], r1[4];
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    r0[k] = _mm256_loadu_si256((const __m256i *)(q + 64 * k));
+                    r1[k] = _mm256_loadu_si256((const __m256i *)(q + 64 * k + 32));
+                }
+#pragma GCC unroll 4
+                for (int qq = 0; qq < 4; qq++) {
+                    const int j = 8 * g + 2 * qq + hf;
+                    const int8_t *yq = y[b].qs + 16 * j;
+                    __m256i a0 = _mm256_setzero_si256(), a1 = a0;
+#pragma GCC unroll 4
+                    for (int k = 0; k < 4; k++) {
+                        const __m256i yb = bcast4(yq + 4 * k);
+                        a0 = _mm256_add_epi16(a0, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r0[k], 2 * qq), m3), yb));
+                        a1 = _mm256_add_epi16(a1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r1[k], 2 * qq), m3), yb));
+                    }
+                    is0 = _mm256_add_epi32(is0, _mm256_madd_epi16(a0, _mm256_and_si256(scale_pair(h0, j), m15)));
+                    is1 = _mm256_add_epi32(is1, _mm256_madd_epi16(a1, _mm256_and_si256(scale_pair(h1, j), m15)));
+                }
+            }
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) {
+            int32_t pair;
+            memcpy(&pair, y[b].bsums + 2 * i, sizeof pair);
+            const __m256i bp = _mm256_set1_epi32(pair);
+            im0 = _mm256_add_epi32(im0, _mm256_madd_epi16(_mm256_srli_epi16(byte_pair(h0, i), 4), bp));
+            im1 = _mm256_add_epi32(im1, _mm256_madd_epi16(_mm256_srli_epi16(byte_pair(h1, i), 4), bp));
+        }
+        const __m256i dd0 = q2_K_dd(blk, 0, 0, 1), dd1 = q2_K_dd(blk, 0, 1, 1);
+        const __m256 dy = _mm256_set1_ps(y[b].d);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is0), _mm256_mul_ps(halves(dd0, 0), dy), acc0);
+        accm0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im0), _mm256_mul_ps(halves(dd0, 1), dy), accm0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is1), _mm256_mul_ps(halves(dd1, 0), dy), acc1);
+        accm1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im1), _mm256_mul_ps(halves(dd1, 1), dy), accm1);
+    }
+    _mm256_storeu_ps(s, _mm256_sub_ps(acc0, accm0));
+    _mm256_storeu_ps(s + 8, _mm256_sub_ps(acc1, accm1));
+}
+
 /* w: rows `stride` apart, or (x16) a group of the x16 layout. */
 INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const int x16, const qt_block_q8_K *y,
                    const uint32_t *pairs, const int q4k)
@@ -774,6 +861,8 @@ INLINE void run_k_any(int n, int ncols, bool gemm, float *s, size_t ldo, const v
 {
     if (!gemm && ncols == 1 && q4k && x16)
         gemv_q4_K_x16(n, s, w, y, aux);
+    else if (!gemm && ncols == 1 && x16)
+        gemv_q2_K_x16(n, s, w, y);
     else if (!gemm && ncols == 1)
         gemv_k(n, s, w, w_stride, x16, y, aux, q4k);
     else if (gemm)
