@@ -679,62 +679,51 @@ INLINE void sums_q2_K(const uint8_t *blk, size_t stride, int hf, const int x16, 
     }
 }
 
-/* s[r] = W[r] . y for the 16 rows, in the gemv order. */
-/* The x16 one-column kernels ask for the next super-block of the 16 rows
- * while they work on this one (tl-q4_k_m tg128, alternated: 36.0-37.5
- * t/s at half a group ahead, 37.3-38.3 at one, 34.7-35.7 at two). */
-/* Q4_K from the x16 layout, both halves together: each activation
- * broadcast serves the two halves' products, and the loop keeps 16
- * registers' worth of live values (two halves' full sums_q4_K each spill). */
-INLINE void gemv_q4_K_x16(int n, float *s, const uint8_t *w, const qt_block_q8_K *y, const uint32_t *pairs)
+/* ---- x16 one column, both halves together ----------------------------------
+ * Each activation broadcast serves the two halves' products, and the loop
+ * keeps 16 registers' worth of live values (two halves' full sums_q4_K
+ * each spill).  The integer sums are exact, so their order is free; the
+ * float work is gemv_k's.  The kernels ask for the next super-block of
+ * the 16 rows while they work on this one (tl-q4_k_m tg128, alternated:
+ * 36.0-37.5 t/s at half a group ahead, 37.3-38.3 at one, 34.7-35.7 at
+ * two). */
+
+/* One Q4_K super-block's exact sums for both halves (h0, h1: their
+ * heads): out[h] of scale * q * y, out[2 + h] of the mins term. */
+INLINE void x16_sums_q4_K(const uint8_t *blk, const __m256i h0[4], const __m256i h1[4], const qt_block_q8_K *y,
+                          const uint32_t *pairs, __m256i out[4])
 {
-    const int nb = n / QT_QK_K;
-    const size_t step = QT_X16_ROWS * sizeof(qt_block_q4_K);
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, accm0 = acc0, accm1 = acc0;
-    for (int b = 0; b < nb; b++) {
-        const uint8_t *blk = w + (size_t)b * step;
-        for (size_t o = 0; o < step; o += 64) _mm_prefetch((const char *)(blk + step + o), _MM_HINT_T0);
-        __m256i h0[4], h1[4];
-        k_head(blk, 0, 0, 1, h0);
-        k_head(blk, 0, 1, 1, h1);
-        __m256i is0 = _mm256_setzero_si256(), is1 = is0, im0 = is0, im1 = is0;
-        for (int g = 0; g < 4; g++) {
-            const uint8_t *q = blk + X16_Q4_QS + (size_t)(8 * g) * 64;
-            const int8_t *yq = y[b].qs + 64 * g;
-            __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+    __m256i is0 = _mm256_setzero_si256(), is1 = is0, im0 = is0, im1 = is0;
+    for (int g = 0; g < 4; g++) {
+        const uint8_t *q = blk + X16_Q4_QS + (size_t)(8 * g) * 64;
+        const int8_t *yq = y->qs + 64 * g;
+        __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
 #pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) {
-                const __m256i r0 = _mm256_loadu_si256((const __m256i *)(q + 64 * k));
-                const __m256i r1 = _mm256_loadu_si256((const __m256i *)(q + 64 * k + 32));
-                const __m256i yl = bcast4(yq + 4 * k), yh = bcast4(yq + 32 + 4 * k);
-                lo0 = _mm256_add_epi16(lo0, _mm256_maddubs_epi16(_mm256_and_si256(r0, m4), yl));
-                lo1 = _mm256_add_epi16(lo1, _mm256_maddubs_epi16(_mm256_and_si256(r1, m4), yl));
-                hi0 = _mm256_add_epi16(hi0, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r0, 4), m4), yh));
-                hi1 = _mm256_add_epi16(hi1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r1, 4), m4), yh));
-            }
-            const __m256i pair = _mm256_set1_epi32((int)pairs[4 * b + g]);
-            __m256i sc0 = q4_K_scale(h0[1], h0[2], h0[3], 2 * g, 0), sc1 = q4_K_scale(h0[1], h0[2], h0[3], 2 * g + 1, 0);
-            is0 = _mm256_add_epi32(is0, _mm256_add_epi32(_mm256_madd_epi16(lo0, pair16(sc0, sc0)),
-                                                         _mm256_madd_epi16(hi0, pair16(sc1, sc1))));
-            im0 = _mm256_add_epi32(im0, _mm256_madd_epi16(pair16(q4_K_scale(h0[1], h0[2], h0[3], 2 * g, 1),
-                                                                 q4_K_scale(h0[1], h0[2], h0[3], 2 * g + 1, 1)),
-                                                          pair));
-            sc0 = q4_K_scale(h1[1], h1[2], h1[3], 2 * g, 0), sc1 = q4_K_scale(h1[1], h1[2], h1[3], 2 * g + 1, 0);
-            is1 = _mm256_add_epi32(is1, _mm256_add_epi32(_mm256_madd_epi16(lo1, pair16(sc0, sc0)),
-                                                         _mm256_madd_epi16(hi1, pair16(sc1, sc1))));
-            im1 = _mm256_add_epi32(im1, _mm256_madd_epi16(pair16(q4_K_scale(h1[1], h1[2], h1[3], 2 * g, 1),
-                                                                 q4_K_scale(h1[1], h1[2], h1[3], 2 * g + 1, 1)),
-                                                          pair));
+        for (int k = 0; k < 8; k++) {
+            const __m256i r0 = _mm256_loadu_si256((const __m256i *)(q + 64 * k));
+            const __m256i r1 = _mm256_loadu_si256((const __m256i *)(q + 64 * k + 32));
+            const __m256i yl = bcast4(yq + 4 * k), yh = bcast4(yq + 32 + 4 * k);
+            lo0 = _mm256_add_epi16(lo0, _mm256_maddubs_epi16(_mm256_and_si256(r0, m4), yl));
+            lo1 = _mm256_add_epi16(lo1, _mm256_maddubs_epi16(_mm256_and_si256(r1, m4), yl));
+            hi0 = _mm256_add_epi16(hi0, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r0, 4), m4), yh));
+            hi1 = _mm256_add_epi16(hi1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r1, 4), m4), yh));
         }
-        const __m256 dy = _mm256_set1_ps(y[b].d);
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is0), _mm256_mul_ps(halves(h0[0], 0), dy), acc0);
-        accm0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im0), _mm256_mul_ps(halves(h0[0], 1), dy), accm0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is1), _mm256_mul_ps(halves(h1[0], 0), dy), acc1);
-        accm1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im1), _mm256_mul_ps(halves(h1[0], 1), dy), accm1);
+        const __m256i pair = _mm256_set1_epi32((int)pairs[g]);
+        __m256i sc0 = q4_K_scale(h0[1], h0[2], h0[3], 2 * g, 0), sc1 = q4_K_scale(h0[1], h0[2], h0[3], 2 * g + 1, 0);
+        is0 = _mm256_add_epi32(is0, _mm256_add_epi32(_mm256_madd_epi16(lo0, pair16(sc0, sc0)),
+                                                     _mm256_madd_epi16(hi0, pair16(sc1, sc1))));
+        im0 = _mm256_add_epi32(im0, _mm256_madd_epi16(pair16(q4_K_scale(h0[1], h0[2], h0[3], 2 * g, 1),
+                                                             q4_K_scale(h0[1], h0[2], h0[3], 2 * g + 1, 1)),
+                                                      pair));
+        sc0 = q4_K_scale(h1[1], h1[2], h1[3], 2 * g, 0), sc1 = q4_K_scale(h1[1], h1[2], h1[3], 2 * g + 1, 0);
+        is1 = _mm256_add_epi32(is1, _mm256_add_epi32(_mm256_madd_epi16(lo1, pair16(sc0, sc0)),
+                                                     _mm256_madd_epi16(hi1, pair16(sc1, sc1))));
+        im1 = _mm256_add_epi32(im1, _mm256_madd_epi16(pair16(q4_K_scale(h1[1], h1[2], h1[3], 2 * g, 1),
+                                                             q4_K_scale(h1[1], h1[2], h1[3], 2 * g + 1, 1)),
+                                                      pair));
     }
-    _mm256_storeu_ps(s, _mm256_sub_ps(acc0, accm0));
-    _mm256_storeu_ps(s + 8, _mm256_sub_ps(acc1, accm1));
+    out[0] = is0, out[1] = is1, out[2] = im0, out[3] = im1;
 }
 
 /* Byte j of each row's 16 scale bytes (v[j / 4], row-per-lane) in both
@@ -760,65 +749,76 @@ INLINE __m256i byte_pair(const __m256i v[4], int i)
     return _mm256_shuffle_epi8(v[2 * i / 4], ctl);
 }
 
-/* Q2_K from the x16 layout, both halves together as gemv_q4_K_x16: each
- * activation broadcast serves the two halves' products, and the scales
- * and mins come out with a shuffle each.  The integer sums are exact, so
- * their order is free; the float work is gemv_k's.  Before this the
- * one-column Q2_K kernel computed at 68% of the memory's read rate
- * (`qlm bench --kernels`, 2 threads). */
-INLINE void gemv_q2_K_x16(int n, float *s, const uint8_t *w, const qt_block_q8_K *y)
+/* The same for Q2_K, its scales and mins by one vpshufb each (the
+ * one-column Q2_K kernel, half by half with byte_of and pair16, computed
+ * at 68% of the memory's read rate in `qlm bench --kernels`, 2 threads). */
+INLINE void x16_sums_q2_K(const uint8_t *blk, const __m256i h0[4], const __m256i h1[4], const qt_block_q8_K *y,
+                          __m256i out[4])
+{
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi16(15);
+    __m256i is0 = _mm256_setzero_si256(), is1 = is0, im0 = is0, im1 = is0;
+#pragma GCC unroll 1
+    for (int g = 0; g < 2; g++)
+#pragma GCC unroll 1
+        for (int hf = 0; hf < 2; hf++) {
+            const uint8_t *q = blk + X16_Q2_QS + (size_t)(8 * g + 4 * hf) * 64;
+            __m256i r0[4], r1[4];
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                r0[k] = _mm256_loadu_si256((const __m256i *)(q + 64 * k));
+                r1[k] = _mm256_loadu_si256((const __m256i *)(q + 64 * k + 32));
+            }
+#pragma GCC unroll 4
+            for (int qq = 0; qq < 4; qq++) {
+                const int j = 8 * g + 2 * qq + hf;
+                const int8_t *yq = y->qs + 16 * j;
+                __m256i a0 = _mm256_setzero_si256(), a1 = a0;
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    const __m256i yb = bcast4(yq + 4 * k);
+                    a0 = _mm256_add_epi16(a0, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r0[k], 2 * qq), m3), yb));
+                    a1 = _mm256_add_epi16(a1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r1[k], 2 * qq), m3), yb));
+                }
+                is0 = _mm256_add_epi32(is0, _mm256_madd_epi16(a0, _mm256_and_si256(scale_pair(h0, j), m15)));
+                is1 = _mm256_add_epi32(is1, _mm256_madd_epi16(a1, _mm256_and_si256(scale_pair(h1, j), m15)));
+            }
+        }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        int32_t pair;
+        memcpy(&pair, y->bsums + 2 * i, sizeof pair);
+        const __m256i bp = _mm256_set1_epi32(pair);
+        im0 = _mm256_add_epi32(im0, _mm256_madd_epi16(_mm256_srli_epi16(byte_pair(h0, i), 4), bp));
+        im1 = _mm256_add_epi32(im1, _mm256_madd_epi16(_mm256_srli_epi16(byte_pair(h1, i), 4), bp));
+    }
+    out[0] = is0, out[1] = is1, out[2] = im0, out[3] = im1;
+}
+
+/* s[r] = W[r] . y for the 16 rows of an x16 group, in the gemv order. */
+INLINE void gemv_k_x16(int n, float *s, const uint8_t *w, const qt_block_q8_K *y, const uint32_t *pairs,
+                       const int q4k)
 {
     const int nb = n / QT_QK_K;
-    const size_t step = QT_X16_ROWS * sizeof(qt_block_q2_K);
-    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi16(15);
+    const size_t step = QT_X16_ROWS * (q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K));
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, accm0 = acc0, accm1 = acc0;
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * step;
         for (size_t o = 0; o < step; o += 64) _mm_prefetch((const char *)(blk + step + o), _MM_HINT_T0);
-        __m256i h0[4], h1[4];
+        __m256i h0[4], h1[4], sums[4], dd0, dd1;
         k_head(blk, 0, 0, 1, h0);
         k_head(blk, 0, 1, 1, h1);
-        __m256i is0 = _mm256_setzero_si256(), is1 = is0, im0 = is0, im1 = is0;
-#pragma GCC unroll 1
-        for (int g = 0; g < 2; g++)
-#pragma GCC unroll 1
-            for (int hf = 0; hf < 2; hf++) {
-                const uint8_t *q = blk + X16_Q2_QS + (size_t)(8 * g + 4 * hf) * 64;
-                __m256i r0[4], r1[4];
-#pragma GCC unroll 4
-                for (int k = 0; k < 4; k++) {
-                    r0[k] = _mm256_loadu_si256((const __m256i *)(q + 64 * k));
-                    r1[k] = _mm256_loadu_si256((const __m256i *)(q + 64 * k + 32));
-                }
-#pragma GCC unroll 4
-                for (int qq = 0; qq < 4; qq++) {
-                    const int j = 8 * g + 2 * qq + hf;
-                    const int8_t *yq = y[b].qs + 16 * j;
-                    __m256i a0 = _mm256_setzero_si256(), a1 = a0;
-#pragma GCC unroll 4
-                    for (int k = 0; k < 4; k++) {
-                        const __m256i yb = bcast4(yq + 4 * k);
-                        a0 = _mm256_add_epi16(a0, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r0[k], 2 * qq), m3), yb));
-                        a1 = _mm256_add_epi16(a1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r1[k], 2 * qq), m3), yb));
-                    }
-                    is0 = _mm256_add_epi32(is0, _mm256_madd_epi16(a0, _mm256_and_si256(scale_pair(h0, j), m15)));
-                    is1 = _mm256_add_epi32(is1, _mm256_madd_epi16(a1, _mm256_and_si256(scale_pair(h1, j), m15)));
-                }
-            }
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; i++) {
-            int32_t pair;
-            memcpy(&pair, y[b].bsums + 2 * i, sizeof pair);
-            const __m256i bp = _mm256_set1_epi32(pair);
-            im0 = _mm256_add_epi32(im0, _mm256_madd_epi16(_mm256_srli_epi16(byte_pair(h0, i), 4), bp));
-            im1 = _mm256_add_epi32(im1, _mm256_madd_epi16(_mm256_srli_epi16(byte_pair(h1, i), 4), bp));
+        if (q4k) {
+            x16_sums_q4_K(blk, h0, h1, y + b, pairs + 4 * b, sums);
+            dd0 = h0[0], dd1 = h1[0]; /* d | dmin lead each row's head */
+        } else {
+            x16_sums_q2_K(blk, h0, h1, y + b, sums);
+            dd0 = q2_K_dd(blk, 0, 0, 1), dd1 = q2_K_dd(blk, 0, 1, 1);
         }
-        const __m256i dd0 = q2_K_dd(blk, 0, 0, 1), dd1 = q2_K_dd(blk, 0, 1, 1);
         const __m256 dy = _mm256_set1_ps(y[b].d);
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is0), _mm256_mul_ps(halves(dd0, 0), dy), acc0);
-        accm0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im0), _mm256_mul_ps(halves(dd0, 1), dy), accm0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is1), _mm256_mul_ps(halves(dd1, 0), dy), acc1);
-        accm1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im1), _mm256_mul_ps(halves(dd1, 1), dy), accm1);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[0]), _mm256_mul_ps(halves(dd0, 0), dy), acc0);
+        accm0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[2]), _mm256_mul_ps(halves(dd0, 1), dy), accm0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[1]), _mm256_mul_ps(halves(dd1, 0), dy), acc1);
+        accm1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[3]), _mm256_mul_ps(halves(dd1, 1), dy), accm1);
     }
     _mm256_storeu_ps(s, _mm256_sub_ps(acc0, accm0));
     _mm256_storeu_ps(s + 8, _mm256_sub_ps(acc1, accm1));
@@ -859,10 +859,8 @@ INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const int x
 INLINE void run_k_any(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
                       const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k, const int x16)
 {
-    if (!gemm && ncols == 1 && q4k && x16)
-        gemv_q4_K_x16(n, s, w, y, aux);
-    else if (!gemm && ncols == 1 && x16)
-        gemv_q2_K_x16(n, s, w, y);
+    if (!gemm && ncols == 1 && x16)
+        gemv_k_x16(n, s, w, y, aux, q4k);
     else if (!gemm && ncols == 1)
         gemv_k(n, s, w, w_stride, x16, y, aux, q4k);
     else if (gemm)
