@@ -749,9 +749,10 @@ INLINE __m256i byte_pair(const __m256i v[4], int i)
     return _mm256_shuffle_epi8(v[2 * i / 4], ctl);
 }
 
-/* The same for Q2_K, its scales and mins by one vpshufb each (the
- * one-column Q2_K kernel, half by half with byte_of and pair16, computed
- * at 68% of the memory's read rate in `qlm bench --kernels`, 2 threads). */
+/* The same for Q2_K, its scales and mins by one vpshufb each.  Half by
+ * half, with byte_of and pair16, this kernel was compute-bound: 68% of
+ * the memory's read rate in `qlm bench --kernels` with 2 threads, and
+ * 5.4-5.9 GB/s against 6.5-8.1 now with one (alternated). */
 INLINE void x16_sums_q2_K(const uint8_t *blk, const __m256i h0[4], const __m256i h1[4], const qt_block_q8_K *y,
                           __m256i out[4])
 {
