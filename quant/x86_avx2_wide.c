@@ -606,21 +606,22 @@ INLINE __m256i q4_K_scale(__m256i s0, __m256i s1, __m256i s2, int j, int mins)
     return _mm256_or_si256(lo, hi);
 }
 
-/* One Q4_K super-block of 8 rows against y: each row's exact sum of
- * scale.q.y (is) and mins term (im), and its d and dmin. */
-INLINE void sums_q4_K(const uint8_t *blk, size_t stride, int hf, const int x16, const qt_block_q8_K *y,
+/* One Q4_K super-block of 8 rows `stride` apart against y: each row's
+ * exact sum of scale.q.y (is) and mins term (im), and its d and dmin
+ * (x16 groups: x16_sums_q4_K below). */
+INLINE void sums_q4_K(const uint8_t *blk, size_t stride, int hf, const qt_block_q8_K *y,
                       const uint32_t *pairs, __m256i *is, __m256i *im, __m256 *d, __m256 *dmin)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256i h[4];
-    k_head(blk, stride, hf, x16, h);
+    k_head(blk, stride, hf, 0, h);
     *d = halves(h[0], 0);
     *dmin = halves(h[0], 1);
     *is = *im = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int g = 0; g < 4; g++) {
         __m256i raw[8];
-        k_raw(blk, stride, hf, g, 1, x16, raw);
+        k_raw(blk, stride, hf, g, 1, 0, raw);
         const int8_t *yq = y->qs + 64 * g;
         __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(raw[0], m4), bcast4(yq));
         __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw[0], 4), m4), bcast4(yq + 32));
@@ -639,20 +640,20 @@ INLINE void sums_q4_K(const uint8_t *blk, size_t stride, int hf, const int x16, 
 }
 
 /* The same for Q2_K. */
-INLINE void sums_q2_K(const uint8_t *blk, size_t stride, int hf, const int x16, const qt_block_q8_K *y, __m256i *is,
+INLINE void sums_q2_K(const uint8_t *blk, size_t stride, int hf, const qt_block_q8_K *y, __m256i *is,
                       __m256i *im, __m256 *d, __m256 *dmin)
 {
     const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi32(15);
     __m256i h[4];
-    k_head(blk, stride, hf, x16, h); /* scale byte j: byte j % 4 of h[j / 4] */
-    const __m256i dd = q2_K_dd(blk, stride, hf, x16);
+    k_head(blk, stride, hf, 0, h); /* scale byte j: byte j % 4 of h[j / 4] */
+    const __m256i dd = q2_K_dd(blk, stride, hf, 0);
     *d = halves(dd, 0);
     *dmin = halves(dd, 1);
     *is = *im = _mm256_setzero_si256();
 #pragma GCC unroll 2
     for (int g = 0; g < 2; g++) {
         __m256i raw[8];
-        k_raw(blk, stride, hf, g, 0, x16, raw);
+        k_raw(blk, stride, hf, g, 0, 0, raw);
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++)
 #pragma GCC unroll 2
@@ -825,29 +826,25 @@ INLINE void gemv_k_x16(int n, float *s, const uint8_t *w, const qt_block_q8_K *y
     _mm256_storeu_ps(s + 8, _mm256_sub_ps(acc1, accm1));
 }
 
-/* w: rows `stride` apart, or (x16) a group of the x16 layout. */
-INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const int x16, const qt_block_q8_K *y,
-                   const uint32_t *pairs, const int q4k)
+/* w: rows `stride` apart. */
+INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const qt_block_q8_K *y, const uint32_t *pairs,
+                   const int q4k)
 {
     const int nb = n / QT_QK_K;
-    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K), step = x16 ? QT_X16_ROWS * bs : bs;
+    const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, accm[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int b = 0; b < nb; b++) {
-        const uint8_t *blk = w + (size_t)b * step;
-        if (x16) {
-            for (size_t o = 0; o < step; o += 64) _mm_prefetch((const char *)(blk + step + o), _MM_HINT_T0);
-        }
-        else if (b + 2 < nb)
-            prefetch_rows(blk + 2 * bs, stride, bs);
+        const uint8_t *blk = w + (size_t)b * bs;
+        if (b + 2 < nb) prefetch_rows(blk + 2 * bs, stride, bs);
         const __m256 dy = _mm256_set1_ps(y[b].d);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             __m256i is, im;
             __m256 d, dmin;
             if (q4k)
-                sums_q4_K(blk, stride, h, x16, y + b, pairs + 4 * b, &is, &im, &d, &dmin);
+                sums_q4_K(blk, stride, h, y + b, pairs + 4 * b, &is, &im, &d, &dmin);
             else
-                sums_q2_K(blk, stride, h, x16, y + b, &is, &im, &d, &dmin);
+                sums_q2_K(blk, stride, h, y + b, &is, &im, &d, &dmin);
             acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(d, dy), acc[h]);
             accm[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(dmin, dy), accm[h]);
         }
@@ -863,7 +860,7 @@ INLINE void run_k_any(int n, int ncols, bool gemm, float *s, size_t ldo, const v
     if (!gemm && ncols == 1 && x16)
         gemv_k_x16(n, s, w, y, aux, q4k);
     else if (!gemm && ncols == 1)
-        gemv_k(n, s, w, w_stride, x16, y, aux, q4k);
+        gemv_k(n, s, w, w_stride, y, aux, q4k);
     else if (gemm)
         run_k(n, ncols, 1, s, ldo, w, w_stride, x16, y, y_stride, aux, aux_stride, q4k);
     else
