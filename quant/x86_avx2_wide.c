@@ -56,6 +56,29 @@ INLINE __m256 halves(__m256i v, int hi)
     return _mm256_cvtph_ps(p);
 }
 
+/* Byte j of each row's 16 scale bytes (v[j / 4], row-per-lane) in both
+ * int16 halves of its lane, whole: one vpshufb (byte_of and pair16 took
+ * five operations). */
+INLINE __m256i scale_pair(const __m256i v[4], int j)
+{
+    const int b = j % 4;
+    const __m256i ctl = _mm256_setr_epi8(b, -1, b, -1, 4 + b, -1, 4 + b, -1, 8 + b, -1, 8 + b, -1, 12 + b, -1, 12 + b,
+                                         -1, b, -1, b, -1, 4 + b, -1, 4 + b, -1, 8 + b, -1, 8 + b, -1, 12 + b, -1,
+                                         12 + b, -1);
+    return _mm256_shuffle_epi8(v[j / 4], ctl);
+}
+
+/* Bytes 2i and 2i + 1 of each row's scale bytes as the int16 pair of its
+ * lane, whole. */
+INLINE __m256i byte_pair(const __m256i v[4], int i)
+{
+    const int b = 2 * i % 4;
+    const __m256i ctl = _mm256_setr_epi8(b, -1, b + 1, -1, 4 + b, -1, 5 + b, -1, 8 + b, -1, 9 + b, -1, 12 + b, -1,
+                                         13 + b, -1, b, -1, b + 1, -1, 4 + b, -1, 5 + b, -1, 8 + b, -1, 9 + b, -1,
+                                         12 + b, -1, 13 + b, -1);
+    return _mm256_shuffle_epi8(v[2 * i / 4], ctl);
+}
+
 /* Asks for `bytes` at p + r * stride of 16 rows ahead of use: 16 rows far
  * apart are more streams than the hardware prefetchers follow. */
 INLINE void prefetch_rows(const uint8_t *p, size_t stride, size_t bytes)
@@ -370,16 +393,10 @@ INLINE void pack_q2_K(half_k *p, const uint8_t *blk, size_t stride, int hf, cons
 {
     __m256i h[4];
     k_head(blk, stride, hf, x16, h); /* the 16 scale bytes: low 4 bits scale, high min */
-    __m256i m[16];
-#pragma GCC unroll 4
-    for (int t = 0; t < 4; t++)
-#pragma GCC unroll 4
-        for (int b = 0; b < 4; b++) {
-            const __m256i sc = _mm256_and_si256(byte_of(h[t], b), _mm256_set1_epi32(15));
-            p->sw[4 * t + b] = pair16(sc, sc);
-            m[4 * t + b] = _mm256_srli_epi32(byte_of(h[t], b), 4);
-        }
-    for (int i = 0; i < 8; i++) p->mins[i] = pair16(m[2 * i], m[2 * i + 1]);
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) p->sw[j] = _mm256_and_si256(scale_pair(h, j), _mm256_set1_epi16(15));
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) p->mins[i] = _mm256_srli_epi16(byte_pair(h, i), 4);
     const __m256i dd = q2_K_dd(blk, stride, hf, x16);
     p->d = halves(dd, 0);
     p->dmin = halves(dd, 1);
@@ -643,7 +660,7 @@ INLINE void sums_q4_K(const uint8_t *blk, size_t stride, int hf, const qt_block_
 INLINE void sums_q2_K(const uint8_t *blk, size_t stride, int hf, const qt_block_q8_K *y, __m256i *is,
                       __m256i *im, __m256 *d, __m256 *dmin)
 {
-    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi32(15);
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi16(15);
     __m256i h[4];
     k_head(blk, stride, hf, 0, h); /* scale byte j: byte j % 4 of h[j / 4] */
     const __m256i dd = q2_K_dd(blk, stride, hf, 0);
@@ -666,14 +683,12 @@ INLINE void sums_q2_K(const uint8_t *blk, size_t stride, int hf, const qt_block_
                     acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(
                                                     _mm256_and_si256(_mm256_srli_epi16(raw[4 * half + k], 2 * q), m3),
                                                     bcast4(yq + 4 * k)));
-                const __m256i sc = _mm256_and_si256(byte_of(h[j / 4], j % 4), m15);
-                *is = _mm256_add_epi32(*is, _mm256_madd_epi16(acc, pair16(sc, sc)));
+                *is = _mm256_add_epi32(*is, _mm256_madd_epi16(acc, _mm256_and_si256(scale_pair(h, j), m15)));
             }
     }
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) {
-        const __m256i mp = pair16(_mm256_srli_epi32(byte_of(h[(2 * i) / 4], (2 * i) % 4), 4),
-                                  _mm256_srli_epi32(byte_of(h[(2 * i + 1) / 4], (2 * i + 1) % 4), 4));
+        const __m256i mp = _mm256_srli_epi16(byte_pair(h, i), 4);
         int32_t pair;
         memcpy(&pair, y->bsums + 2 * i, sizeof pair);
         *im = _mm256_add_epi32(*im, _mm256_madd_epi16(mp, _mm256_set1_epi32(pair)));
@@ -725,29 +740,6 @@ INLINE void x16_sums_q4_K(const uint8_t *blk, const __m256i h0[4], const __m256i
                                                       pair));
     }
     out[0] = is0, out[1] = is1, out[2] = im0, out[3] = im1;
-}
-
-/* Byte j of each row's 16 scale bytes (v[j / 4], row-per-lane) in both
- * int16 halves of its lane, whole: one vpshufb (byte_of and pair16 took
- * five operations). */
-INLINE __m256i scale_pair(const __m256i v[4], int j)
-{
-    const int b = j % 4;
-    const __m256i ctl = _mm256_setr_epi8(b, -1, b, -1, 4 + b, -1, 4 + b, -1, 8 + b, -1, 8 + b, -1, 12 + b, -1, 12 + b,
-                                         -1, b, -1, b, -1, 4 + b, -1, 4 + b, -1, 8 + b, -1, 8 + b, -1, 12 + b, -1,
-                                         12 + b, -1);
-    return _mm256_shuffle_epi8(v[j / 4], ctl);
-}
-
-/* Bytes 2i and 2i + 1 of each row's scale bytes as the int16 pair of its
- * lane, whole. */
-INLINE __m256i byte_pair(const __m256i v[4], int i)
-{
-    const int b = 2 * i % 4;
-    const __m256i ctl = _mm256_setr_epi8(b, -1, b + 1, -1, 4 + b, -1, 5 + b, -1, 8 + b, -1, 9 + b, -1, 12 + b, -1,
-                                         13 + b, -1, b, -1, b + 1, -1, 4 + b, -1, 5 + b, -1, 8 + b, -1, 9 + b, -1,
-                                         12 + b, -1, 13 + b, -1);
-    return _mm256_shuffle_epi8(v[2 * i / 4], ctl);
 }
 
 /* The same for Q2_K, its scales and mins by one vpshufb each.  Half by
