@@ -92,6 +92,12 @@ float qt_kv_quantize_i8(int n, const float *x, int8_t *q);
 
 #if defined(__x86_64__)
 extern const qt_kv_ops qt_kv_avx2, qt_kv_avx2_vnni, qt_kv_avx512, qt_kv_avx512_vnni;
+/* The AVX2 causal block kernels, which the AVX-512 set without VNNI
+ * takes too (x86_avx2_kv.c). */
+void qt_avx2_qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
+                          const float *kd, int64_t lds, float *s, int64_t ld_s);
+void qt_avx2_pv_i8_causal(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                          float *s, int64_t ld_s, float *const out[], float *work);
 #endif
 
 #endif

@@ -9,55 +9,10 @@
 #include <string.h>
 
 #include "f32ops.h"
+#include "x86_avx2_exp.h"
 #include "x86_rms8.h"
 
 #define INLINE static inline __attribute__((always_inline))
-
-/* qt_reduce16 of the 16 lanes lo (0-7) and hi (8-15). */
-INLINE float reduce16(__m256 lo, __m256 hi)
-{
-    const __m256 t = _mm256_add_ps(hi, lo);
-    const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
-    const __m128 v = _mm_add_ps(u, _mm_permute_ps(u, 0x4e));
-    return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 0x55)));
-}
-
-/* 2^k for integer k in [-126, 127], exactly. */
-INLINE __m256 pow2(__m256i k)
-{
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
-}
-
-/* f32ops.c's ref_expf on 8 lanes.  j * 2^n as j * 2^a * 2^b with a =
- * floor(n / 2), b = n - a: both powers are normal for |n| <= 192, the first
- * product is exact (j is near 1), and only the second rounds, once, as
- * ldexpf does (subnormal results included). */
-INLINE __m256 expv8(__m256 x)
-{
-    const __m256 r = _mm256_set1_ps(0x1.8p23f);
-    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
-    const __m256 n = _mm256_sub_ps(z, r);
-    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
-                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
-    const __m256 u = _mm256_mul_ps(b, b);
-    const __m256 j = _mm256_fmadd_ps(
-        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
-                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
-        u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
-    const __m256 absn = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
-    const __m256 big = _mm256_cmp_ps(absn, _mm256_set1_ps(192.0f), _CMP_GT_OQ);
-    /* clamped so that the powers stay valid in lanes replaced below */
-    const __m256i ni = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(n, _mm256_set1_ps(-192.0f)),
-                                                        _mm256_set1_ps(192.0f)));
-    const __m256i a = _mm256_srai_epi32(ni, 1);
-    __m256 res = _mm256_mul_ps(_mm256_mul_ps(j, pow2(a)), pow2(_mm256_sub_epi32(ni, a)));
-    if (!_mm256_testz_ps(big, big)) {
-        const __m256 alt = _mm256_blendv_ps(_mm256_set1_ps(__builtin_inff()), _mm256_setzero_ps(),
-                                            _mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ));
-        res = _mm256_blendv_ps(res, alt, big);
-    }
-    return res;
-}
 
 static float dot(int n, const float *x, const float *y)
 {
@@ -73,7 +28,7 @@ static float dot(int n, const float *x, const float *y)
         s[2 + h] = _mm256_add_ps(s[2 + h], s[6 + h]);
         s[h] = _mm256_add_ps(s[h], s[2 + h]);
     }
-    float sum = reduce16(s[0], s[1]);
+    float sum = qt_reduce16v8(s[0], s[1]);
     for (int e = np; e < n; e++) sum = fmaf(x[e], y[e], sum);
     return sum;
 }
@@ -85,7 +40,7 @@ static void pv(int n, int d, const float *v, int64_t ldv, const float *p, float 
 
 static void exp16(const float *x, float *y)
 {
-    const __m256 lo = expv8(_mm256_loadu_ps(x)), hi = expv8(_mm256_loadu_ps(x + 8));
+    const __m256 lo = qt_expv8(_mm256_loadu_ps(x)), hi = qt_expv8(_mm256_loadu_ps(x + 8));
     _mm256_storeu_ps(y, lo);
     _mm256_storeu_ps(y + 8, hi);
 }
@@ -108,11 +63,11 @@ static void softmax(float *x, int n)
     const __m256 vm = _mm256_set1_ps(max);
     double sum = 0.0;
     for (int i = 0; i < n16; i += 16) {
-        const __m256 lo = expv8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-        const __m256 hi = expv8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm));
+        const __m256 lo = qt_expv8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        const __m256 hi = qt_expv8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm));
         _mm256_storeu_ps(x + i, lo);
         _mm256_storeu_ps(x + i + 8, hi);
-        sum += (double)reduce16(lo, hi);
+        sum += (double)qt_reduce16v8(lo, hi);
     }
     for (int i = n16; i < n; i++) {
         x[i] = expf(x[i] - max);
@@ -128,7 +83,7 @@ static void swiglu(float *g, const float *u, int64_t n)
 {
     for (int64_t c = 0; c < n; c += 8) {
         const __m256 x = _mm256_loadu_ps(g + c);
-        const __m256 e = expv8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+        const __m256 e = qt_expv8(_mm256_sub_ps(_mm256_setzero_ps(), x));
         const __m256 sig = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
         _mm256_storeu_ps(g + c, _mm256_mul_ps(sig, _mm256_loadu_ps(u + c)));
     }

@@ -13,6 +13,8 @@
 #include "f32ops.h"
 #include "fp16.h"
 #include "kv_ops.h"
+#include "x86_avx2_exp.h"
+#include "x86_avx2_rows.h"
 
 #define INLINE static inline __attribute__((always_inline))
 #define QT_X86_DPBUSD "%{vex%} vpdpbusd %2, %1, %0"
@@ -267,6 +269,246 @@ static void pv_i8_multi(int n, int d, int nq, const int8_t *v, int64_t ldv, cons
 #undef PV_TILE
 #undef PV_HEADS
 
+/* ---- a prompt's causal block (d = 64, rows 0..n[h]-1) ------------------
+ *
+ * kv_ops.h's contract, for the run of tokens' query heads that decode.c
+ * hands over at once (up to 16 tokens of 8 heads): every K and V tile is
+ * rearranged once for all of them, and queries whose rows end before a
+ * tile skip it.
+ * q.k: an 8-row K tile goes into row-per-lane int16 pairs (the even and
+ * odd bytes of each dword, sign-extended in place, as qk_i8_multi does),
+ * and each query takes 32 vpmaddwd against its own pairs, broadcast: no
+ * horizontal sums, and exact for every byte.
+ * p.v: a 64-rank V tile is widened once into int16 pairs of consecutive
+ * ranks, and each query's 15-bit weights meet it by vpmaddwd and an add
+ * per 16 products (the multi kernel takes an FMA per 8, and widens each
+ * V row again for every token).
+ * Masked loads and stores (vmaskmovps) cost many times a plain one on
+ * AMD: only a query's last, partial 8 lanes take them. */
+
+/* even16's twin: each int16 of v holding its odd byte, sign-extended. */
+INLINE __m256i odd16(__m256i v) { return _mm256_srai_epi16(v, 8); }
+
+/* Lane i < n (n <= 8) set, as the AVX mask loads and stores take it. */
+INLINE __m256i lanes_below(int n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* K rows r0..r0+7 (the last real one repeated past n) in row-per-lane
+ * pairs: lane i of kt[j] (kt[16 + j]) holds bytes 4j and 4j + 2 (4j + 1
+ * and 4j + 3) of row r0 + i. */
+static void k_tile8(const int8_t *k, int64_t ldk, int r0, int n, __m256i kt[32])
+{
+    __m256i v[16];
+    if (r0 + 8 <= n) {
+        const uint8_t *p = (const uint8_t *)(k + (int64_t)r0 * ldk);
+        load8x8(p, (size_t)ldk, v);
+        load8x8(p + 32, (size_t)ldk, v + 8);
+    } else {
+        alignas(32) int8_t rows[8][64];
+        for (int i = 0; i < 8; i++) memcpy(rows[i], k + (int64_t)(r0 + i < n ? r0 + i : n - 1) * ldk, 64);
+        load8x8((const uint8_t *)rows, 64, v);
+        load8x8((const uint8_t *)rows + 32, 64, v + 8);
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+        kt[j] = even16(v[j]);
+        kt[16 + j] = odd16(v[j]);
+    }
+}
+
+/* One query's 8 exact sums against a K tile: step J of half C (even
+ * bytes 0, odd 1) broadcasts the query's pair qp[16C + J] against kt[16C
+ * + J], into one of four chains.  Written as asm: compiled from
+ * intrinsics, GCC formed all 32 products first and spilled them. */
+#define QK_STEP(J, C, A)                                      \
+    "vpbroadcastd " #J "*4+" #C "*64(%[qp]), %[t]\n\t"        \
+    "vpmaddwd " #J "*32+" #C "*512(%[kt]), %[t], %[t]\n\t"    \
+    "vpaddd %[t], %[" A "], %[" A "]\n\t"
+#define QK_STEP2(J) QK_STEP(J, 0, "a0") QK_STEP(J, 1, "a1")
+#define QK_STEP4(J) QK_STEP2(J) QK_STEP((J + 1), 0, "a2") QK_STEP((J + 1), 1, "a3")
+
+INLINE __m256i qk_tile_dot(const __m256i kt[32], const int32_t qp[32])
+{
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, t;
+    __asm__(QK_STEP4(0) QK_STEP4(2) QK_STEP4(4) QK_STEP4(6) QK_STEP4(8) QK_STEP4(10) QK_STEP4(12) QK_STEP4(14)
+            : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [t] "=&x"(t)
+            : [kt] "r"(kt), [qp] "r"(qp), "m"(*(const __m256i(*)[32])kt), "m"(*(const int32_t(*)[32])qp));
+    return _mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3));
+}
+#undef QK_STEP4
+#undef QK_STEP2
+#undef QK_STEP
+
+void qt_avx2_qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k,
+                          int64_t ldk, const float *kd, int64_t lds, float *s, int64_t ld_s)
+{
+    (void)d; /* 64 */
+    /* each query's pairs, the broadcasts' sources: qp[h][j] (j < 16) bytes
+     * 4j and 4j + 2 as int16s, qp[h][16 + j] bytes 4j + 1 and 4j + 3 */
+    alignas(32) int32_t qp[QT_KV_CAUSAL_MAXQ][32];
+    int n_max = 0;
+    for (int h = 0; h < nq; h++) {
+        for (int c = 0; c < 2; c++) {
+            const __m256i v = load256(q + h * 64 + 32 * c);
+            _mm256_store_si256((__m256i *)&qp[h][8 * c], even16(v));
+            _mm256_store_si256((__m256i *)&qp[h][16 + 8 * c], odd16(v));
+        }
+        if (n[h] > n_max) n_max = n[h];
+    }
+    alignas(32) __m256i kt[32];
+    for (int r0 = 0; r0 < n_max; r0 += 8) {
+        k_tile8(k, ldk, r0, n_max, kt);
+        alignas(32) float kv[8];
+        for (int i = 0; i < 8; i++) kv[i] = r0 + i < n_max ? kd[(int64_t)(r0 + i) * lds] : 0.0f;
+        const __m256 vkd = _mm256_load_ps(kv);
+        for (int h = 0; h < nq; h++) {
+            if (n[h] <= r0) continue;
+            /* (float)sum * (qd * kd), as qk_i8 */
+            const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(qk_tile_dot(kt, qp[h])),
+                                            _mm256_mul_ps(_mm256_set1_ps(qd[h]), vkd));
+            float *o = s + h * ld_s + r0;
+            if (n[h] - r0 >= 8)
+                _mm256_storeu_ps(o, sc);
+            else
+                _mm256_maskstore_ps(o, lanes_below(n[h] - r0), sc);
+        }
+    }
+}
+
+/* 8 floats from p, those at or past `left` 0 (masked only then). */
+INLINE __m256 load8_upto(const float *p, int left)
+{
+    return left >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes_below(left));
+}
+
+INLINE void store8_upto(float *p, int left, __m256 x)
+{
+    if (left >= 8)
+        _mm256_storeu_ps(p, x);
+    else
+        _mm256_maskstore_ps(p, lanes_below(left), x);
+}
+
+/* One query's softmax weights times its V scales, to int16 in place
+ * (W[r] at the r-th int16 of s, written behind the floats still to be
+ * read), W[n] = 0 for a whole last pair; returns (m / 32767) / sum.
+ * kv_ref.c's steps: ranks 16 at a time in two halves of 8, lanes past n
+ * neither summed nor stored. */
+static float pv16_weights(int n, float *s, const float *vd, int64_t lds)
+{
+    const __m256 ninf = _mm256_set1_ps(-__builtin_inff()), zero = _mm256_setzero_ps();
+    __m256 vmax = ninf;
+    for (int r = 0; r < n; r += 8) {
+        __m256 x = load8_upto(s + r, n - r);
+        if (n - r < 8) x = _mm256_blendv_ps(ninf, x, _mm256_castsi256_ps(lanes_below(n - r)));
+        vmax = _mm256_max_ps(x, vmax); /* vmaxps keeps its second operand for a NaN, as the scalar compare */
+    }
+    const __m256 vmx = _mm256_set1_ps(hmax_ps(vmax));
+    __m256 lane[2] = {zero, zero}, mw = zero;
+    for (int r0 = 0; r0 < n; r0 += 16)
+        for (int hf = 0; hf < 2 && r0 + 8 * hf < n; hf++) {
+            const int r = r0 + 8 * hf;
+            __m256 e = qt_expv8(_mm256_sub_ps(load8_upto(s + r, n - r), vmx));
+            if (n - r < 8) e = _mm256_and_ps(e, _mm256_castsi256_ps(lanes_below(n - r))); /* dropped */
+            lane[hf] = _mm256_add_ps(lane[hf], e);
+            __m256 x;
+            if (lds == 1) {
+                x = _mm256_mul_ps(e, load8_upto(vd + r, n - r));
+            } else {
+                alignas(32) float t[8] = {0};
+                for (int i = 0; i < 8 && r + i < n; i++) t[i] = vd[(int64_t)(r + i) * lds];
+                x = _mm256_mul_ps(e, _mm256_load_ps(t));
+            }
+            store8_upto(s + r, n - r, x);
+            mw = _mm256_max_ps(x, mw); /* a NaN weight is passed over, as fmaxf does */
+        }
+    const float sum = qt_reduce16v8(lane[0], lane[1]), m = hmax_ps(mw);
+    const __m256 vid = _mm256_set1_ps(m > 0.0f ? 32767.0f / m : 0.0f);
+    const __m256i lo = _mm256_setzero_si256(), hi = _mm256_set1_epi32(32767);
+    int16_t *w = (int16_t *)s;
+    for (int r = 0; r < n; r += 8) {
+        /* rounded in the current mode as lrintf; NaN and out-of-range
+         * products give INT32_MIN, clamped to 0 as LONG_MIN is */
+        const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(load8_upto(s + r, n - r), vid));
+        const __m256i c = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+        _mm_storeu_si128((__m128i *)(w + r), _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1)));
+    }
+    w[n] = 0;
+    return (m / 32767.0f) / sum;
+}
+
+/* Ranks r0..re-1 of one V tile (vt: per pair of ranks 8 vectors, lane e
+ * of vector j holding the pair's elements 8j + e as int16s; re rounded up
+ * to a pair, whose weight past the query's last rank is 0) for one query:
+ * weights w (int16), the f32 sums carried in fa (64), results times sc at
+ * o when the tile is the query's last. */
+static void pv16_tile(int r0, int re, int last, const __m256i *vt, const int16_t *w, float *fa, float sc, float *o)
+{
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, b, t;
+    /* one pair of ranks: its weights broadcast against its 8 vectors (asm
+     * for the reason qk_tile_dot gives) */
+#define PV_STEP(J, A)                                         \
+    "vpmaddwd " #J "*32(%[x]), %[b], %[t]\n\t"                \
+    "vpaddd %[t], %[" A "], %[" A "]\n\t"
+    for (int r = r0; r < re; r += 2) {
+        const __m256i *x = vt + (r - r0) / 2 * 8;
+        __asm__("vpbroadcastd (%[w]), %[b]\n\t" PV_STEP(0, "a0") PV_STEP(1, "a1") PV_STEP(2, "a2") PV_STEP(3, "a3")
+                    PV_STEP(4, "a4") PV_STEP(5, "a5") PV_STEP(6, "a6") PV_STEP(7, "a7")
+                : [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [a4] "+x"(a4), [a5] "+x"(a5),
+                  [a6] "+x"(a6), [a7] "+x"(a7), [b] "=&x"(b), [t] "=&x"(t)
+                : [x] "r"(x), [w] "r"(w + r), "m"(*(const __m256i(*)[8])x), "m"(*(const int32_t *)(w + r)));
+    }
+#undef PV_STEP
+    const __m256i a[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        const __m256 tf = _mm256_cvtepi32_ps(a[j]);
+        const __m256 acc = r0 ? _mm256_add_ps(_mm256_loadu_ps(fa + 8 * j), tf) : tf;
+        if (last)
+            _mm256_storeu_ps(o + 8 * j, _mm256_mul_ps(acc, _mm256_set1_ps(sc)));
+        else
+            _mm256_storeu_ps(fa + 8 * j, acc);
+    }
+}
+
+void qt_avx2_pv_i8_causal(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                          float *p, int64_t ld_p, float *const out[], float *work)
+{
+    (void)d; /* 64 */
+    enum { CT = QT_KV_CAUSAL_TILE };
+    __m256i *vt = (__m256i *)work; /* CT / 2 pairs x 8 vectors: CT * 32 floats */
+    float *fa = work + CT * 32, *sc = fa + (size_t)nq * 64;
+    int n_max = 0;
+    for (int h = 0; h < nq; h++) {
+        sc[h] = pv16_weights(n[h], p + h * ld_p, vd, lds);
+        if (n[h] > n_max) n_max = n[h];
+    }
+    const int16_t *w = (const int16_t *)p;
+    const int64_t ld_w = 2 * ld_p;
+    for (int r0 = 0; r0 < n_max; r0 += CT) {
+        const int nt = n_max - r0 < CT ? n_max - r0 : CT;
+        for (int i = 0; i < nt; i += 2) { /* a missing odd rank: zeros */
+            const int8_t *v0 = v + (int64_t)(r0 + i) * ldv, *v1 = v0 + ldv;
+            const int odd = i + 1 < nt;
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                const __m128i a = _mm_loadu_si128((const __m128i *)(v0 + 16 * c));
+                const __m128i b = odd ? _mm_loadu_si128((const __m128i *)(v1 + 16 * c)) : _mm_setzero_si128();
+                /* rank r0 + i in the low int16 of each pair, the next in the high */
+                _mm256_store_si256(vt + i / 2 * 8 + 2 * c, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)));
+                _mm256_store_si256(vt + i / 2 * 8 + 2 * c + 1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)));
+            }
+        }
+        for (int h = 0; h < nq; h++) {
+            if (n[h] <= r0) continue;
+            const int re = n[h] < r0 + CT ? n[h] : r0 + CT;
+            pv16_tile(r0, re, re == n[h], vt, w + h * ld_w, fa + h * 64, sc[h], out[h]);
+        }
+    }
+}
+
 /* qt_kv_quantize_i8's bits: the max of |x| (max takes its second operand
  * when the first is NaN, as fmaxf ignores one), then x * id rounded to
  * nearest even by vcvtps2dq as by lrintf (NaN or out-of-range products
@@ -300,10 +542,12 @@ static float quantize_i8(int n, const float *x, int8_t *q)
 }
 
 const qt_kv_ops qt_kv_avx2 = {.name = "avx2", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16,
-                              .quantize_i8 = quantize_i8, .qk_i8_multi = qk_i8_multi, .pv_i8_multi = pv_i8_multi};
+                              .quantize_i8 = quantize_i8, .qk_i8_multi = qk_i8_multi, .pv_i8_multi = pv_i8_multi,
+                              .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_causal = qt_avx2_pv_i8_causal};
 const qt_kv_ops qt_kv_avx2_vnni = {.name = "avx2-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16,
                                    .pv_i8 = pv_i8, .pv_f16 = pv_f16, .quantize_i8 = quantize_i8,
-                                   .qk_i8_multi = qk_i8_multi, .pv_i8_multi = pv_i8_multi};
+                                   .qk_i8_multi = qk_i8_multi, .pv_i8_multi = pv_i8_multi,
+                                   .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_causal = qt_avx2_pv_i8_causal};
 
 #else
 typedef int qt_x86_avx2_kv_unused;

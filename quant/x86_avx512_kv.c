@@ -572,8 +572,11 @@ static float quantize_i8(int n, const float *x, int8_t *q)
     return d;
 }
 
+/* without VNNI, the prompt blocks take the AVX2 kernels: every x86 set
+ * then attends a prompt alike */
 const qt_kv_ops qt_kv_avx512 = {.name = "avx512", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16,
-                                .pv_i8_multi = pv_i8_multi, .quantize_i8 = quantize_i8};
+                                .pv_i8_multi = pv_i8_multi, .quantize_i8 = quantize_i8,
+                                .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_causal = qt_avx2_pv_i8_causal};
 const qt_kv_ops qt_kv_avx512_vnni = {.name = "avx512-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16,
                                      .pv_i8 = pv_i8, .pv_f16 = pv_f16, .qk_i8_multi = qk_i8_multi,
                                      .pv_i8_multi = pv_i8_multi, .quantize_i8 = quantize_i8,
