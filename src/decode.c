@@ -396,41 +396,43 @@ static void block_rows(qlm_ctx *c, int layer, int kvh, int th, int sq, const int
     vview->scale = gvs;
 }
 
-static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
+/* One layer's attention for the T tokens, inside a parallel region, as
+ * worksharing loops without a barrier: the n_blocks prompt blocks
+ * (prompt_blocks) through gl_attn_prompt, the deepest in the cache first,
+ * then the tokens outside them head by head.  Both the fused and the
+ * unfused layers attend this way, so a prompt token's bits do not depend
+ * on which of them ran it.  Dynamic: a prompt's later tokens see more
+ * rows, and a static split gave the last thread most of the work. */
+static void attend_tokens(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq, int n_blocks, int th)
 {
     const qlm_hparams *hp = &c->m->hp;
     const int H = hp->n_head, HKV = hp->n_head_kv, D = hp->head_dim, group = H / HKV, QD = H * D;
     const float scale = c->m->arch->scale_q ? 1.0f : hp->attn_scale;
+    #pragma omp for schedule(dynamic, 1) nowait
+    for (int u = 0; u < n_blocks * HKV; u++) {
+        const int b = n_blocks - 1 - u / HKV, kvh = u % HKV, t0 = c->blocks[b];
+        gl_kv_view kview, vview;
+        block_rows(c, layer, kvh, th, seq[t0], c->n_rows + t0, c->blocks[b + 1] - t0, &kview, &vview);
+        const size_t at = (size_t)t0 * QD + (size_t)kvh * group * D;
+        gl_attn_prompt(D, c->blocks[b + 1] - t0, group, c->q + at, QD, scale, &kview, &vview, c->n_rows + t0,
+                       c->aw + (size_t)th * c->aw_len, c->att + at, QD);
+    }
+    /* the rest head by head (a whole prompt in blocks: nothing), a KV
+     * head's query heads together (gl_attn_group) where it applies */
+    #pragma omp for collapse(2) schedule(dynamic, group) nowait
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            if (!n_blocks || !c->n_rows[t]) attend(c, layer, t, h, th, pos, seq, T > 1);
+}
+
+static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq)
+{
     for (int i = 0; i < c->n_threads; i++) c->vis_tok[3 * i] = -1;
     const int n_blocks = prompt_blocks(c, layer, T, pos, seq);
-    if (!n_blocks)
-        for (int t = 0; t < T; t++) c->n_rows[t] = 0;
-    int rest = 0;
-    for (int t = 0; t < T; t++) rest += !c->n_rows[t];
     /* num_threads: the scratch has n_threads slots, whatever another
-     * context set as the process default.  Dynamic: a prompt's later
-     * tokens see more rows, and a static split gave the last thread most
-     * of the work; the blocks deepest in the cache go first. */
+     * context set as the process default */
     #pragma omp parallel num_threads(c->n_threads)
-    {
-        const int th = omp_get_thread_num();
-        #pragma omp for schedule(dynamic, 1) nowait
-        for (int u = 0; u < n_blocks * HKV; u++) {
-            const int b = n_blocks - 1 - u / HKV, kvh = u % HKV, t0 = c->blocks[b];
-            gl_kv_view kview, vview;
-            block_rows(c, layer, kvh, th, seq[t0], c->n_rows + t0, c->blocks[b + 1] - t0, &kview, &vview);
-            const size_t at = (size_t)t0 * QD + (size_t)kvh * group * D;
-            gl_attn_prompt(D, c->blocks[b + 1] - t0, group, c->q + at, QD, scale, &kview, &vview, c->n_rows + t0,
-                           c->aw + (size_t)th * c->aw_len, c->att + at, QD);
-        }
-        /* the rest head by head (a whole prompt in blocks: nothing) */
-        if (rest) {
-            #pragma omp for collapse(2) schedule(dynamic, 8)
-            for (int t = 0; t < T; t++)
-                for (int h = 0; h < H; h++)
-                    if (!c->n_rows[t]) attend(c, layer, t, h, th, pos, seq, T > 1);
-        }
-    }
+    attend_tokens(c, layer, T, pos, seq, n_blocks, omp_get_thread_num());
 }
 
 /* Whether every matmul of every layer computes with its vec_dot for this
@@ -562,6 +564,14 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
     while (U > 1 && (int64_t)U * E > GL_OPS_SERIAL) U--;
     gl_act head = {0};
     if (n_out) gl_matmul_plain(&m->output, n_out, each, &head); /* forward() asked: it applies */
+    /* the prompt blocks, the same for every layer without a window (the
+     * first such layer finds them) */
+    int n_blocks = 0;
+    for (int l = 0; l < hp->n_layer && !by_token; l++)
+        if (!m->layers[l].swa) {
+            n_blocks = prompt_blocks(c, l, T, pos, seq);
+            break;
+        }
     /* Every worksharing loop below is nowait: the threads meet at
      * sync_team instead of libgomp's barrier. */
     #pragma omp parallel num_threads(c->n_threads)
@@ -619,15 +629,9 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++) qkv_finish(c, l, t, &rope, pos);
                 sync_team(c, own, pf.o);
-                /* a KV head's query heads at a time as threads come (a
-                 * static split gave the thread with the later tokens,
-                 * which see more cells, about three quarters of the work
-                 * at 2 threads), together through gl_attn_group where it
-                 * applies in a batch, as the unfused pass does (the same
-                 * bits as head by head) */
-                #pragma omp for collapse(2) schedule(dynamic, hp->n_head / hp->n_head_kv) nowait
-                for (int t = 0; t < T; t++)
-                    for (int h = 0; h < hp->n_head; h++) attend(c, l, t, h, th, pos, seq, T > 1);
+                /* as the unfused pass attends: prompt blocks, then the
+                 * rest by KV head as threads come */
+                attend_tokens(c, l, T, pos, seq, L->swa ? 0 : n_blocks, th);
                 sync_team(c, own, pf.o);
                 #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++)
@@ -846,12 +850,7 @@ static int forward(qlm_ctx *c, const qlm_batch *b, int off, int T, qlm_err *err)
 bool qlm_ctx_same_order(const qlm_ctx *c, int n_a, int rows_a, int n_b, int rows_b)
 {
     const qlm_model *m = c->m;
-    /* the fused layers' attention is attend()'s, the unfused layers' takes
-     * gl_attn_prompt for prompt tokens where it applies: other last bits */
-    const gl_kv_view kview = {.type = elem_of(c->kv.type_k)}, vview = {.type = elem_of(c->kv.type_v)};
-    const bool prompt_attn = gl_attn_prompt_applies(m->hp.head_dim, &kview, &vview) &&
-                             m->hp.n_head / m->hp.n_head_kv <= GL_ATTN_PROMPT_MAXQ;
-    if (prompt_attn && fusable(c, n_a, false) != fusable(c, n_b, false)) return false;
+    /* the fused and the unfused layers attend alike (attend_tokens) */
     for (int l = 0; l < m->hp.n_layer; l++) {
         const qlm_layer *L = &m->layers[l];
         const gl_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};

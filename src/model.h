@@ -169,9 +169,9 @@ int qlm_ctx_context_shift(qlm_ctx *c, int seq, int n_keep);
 int qlm_decode(qlm_ctx *c, const qlm_batch *b, qlm_err *err);
 /* Whether a sequence's tokens get the same bits in a micro-batch of n_b
  * tokens, rows_b of which want logits, as in one of n_a tokens with rows_a
- * (every matmul in the same order at both sizes: gl_matmul_same_order,
- * and the same layers path, fused or not, whose prompt attention differs),
- * for batches not marked one_by_one; attention and the elementwise work
+ * (every matmul in the same order at both sizes: gl_matmul_same_order;
+ * the fused and unfused layers attend alike), for batches not marked
+ * one_by_one; attention and the elementwise work
  * never depend on what else shares the batch.  qlm batch prefills several
  * prompts in one pass where this holds. */
 bool qlm_ctx_same_order(const qlm_ctx *c, int n_a, int rows_a, int n_b, int rows_b);

@@ -65,6 +65,47 @@ static int64_t run(const qlm_model *m, bool unfused, bool one_by_one, float *out
     return rc ? -1 : n;
 }
 
+/* One model's fused and unfused passes, every logit row compared (a, u:
+ * rows of scratch); counts in *n_plain whether its weights take their
+ * vec_dot at 1 and NS tokens. */
+static void check(const char *arch, qt_type type, int n_embd, float *a, float *u, int *n_plain)
+{
+    const int V = TINY_VOCAB, rows = 2 + 1 + NS * (STEPS - 1);
+    char name[96], path[] = "/tmp/qlm-test-fused-XXXXXX";
+    snprintf(name, sizeof name, "fused_equals_unfused_%s_%s%s", arch, qt_get(type)->name, n_embd ? "_wide" : "");
+    TEST_BEGIN(name);
+    close(mkstemp(path));
+    tiny_cfg cfg = tiny_for_arch(arch);
+    cfg.wtype = type;
+    cfg.n_layer = 3;
+    if (n_embd) cfg.n_embd = cfg.n_ff = n_embd;
+    qlm_model *m = NULL;
+    qlm_err err = {0};
+    const int wrote = tiny_write(path, &cfg);
+    const int loaded = wrote == 0 && qlm_model_load(&m, path, &err) == 0;
+    unlink(path);
+    CHECK(loaded, "cannot write or load the model: %s", err.msg);
+    if (loaded) {
+        gl_act act;
+        *n_plain += gl_matmul_plain(&m->layers[0].w_up, 1, false, &act) &&
+                    gl_matmul_plain(&m->layers[0].w_up, NS, false, &act);
+        for (int obo = 0; obo < 2; obo++) {
+            memset(a, 0, sizeof(float) * V * rows);
+            memset(u, 0, sizeof(float) * V * rows);
+            const int64_t na = run(m, false, obo, a), nu = run(m, true, obo, u);
+            CHECK(na == (int64_t)V * rows && nu == na, "decode failed (%lld, %lld floats)", (long long)na,
+                  (long long)nu);
+            for (int r = 0; r < rows && na == nu && na > 0; r++)
+                if (memcmp(a + (size_t)r * V, u + (size_t)r * V, sizeof(float) * V)) {
+                    CHECK(0, "logit row %d differs%s", r, obo ? " (one by one)" : "");
+                    break;
+                }
+        }
+        qlm_model_free(m);
+    }
+    TEST_END();
+}
+
 int main(void)
 {
     static const char *const archs[] = {"llama", "qwen2", "gemma3", "phi3"};
@@ -73,40 +114,11 @@ int main(void)
     float *a = test_xmalloc(sizeof(float) * V * rows), *u = test_xmalloc(sizeof(float) * V * rows);
     int n_plain = 0;
     for (size_t ai = 0; ai < sizeof archs / sizeof archs[0]; ai++)
-        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-            char name[96], path[] = "/tmp/qlm-test-fused-XXXXXX";
-            snprintf(name, sizeof name, "fused_equals_unfused_%s_%s", archs[ai], qt_get(types[ti])->name);
-            TEST_BEGIN(name);
-            close(mkstemp(path));
-            tiny_cfg cfg = tiny_for_arch(archs[ai]);
-            cfg.wtype = types[ti];
-            cfg.n_layer = 3;
-            qlm_model *m = NULL;
-            qlm_err err = {0};
-            const int wrote = tiny_write(path, &cfg);
-            const int loaded = wrote == 0 && qlm_model_load(&m, path, &err) == 0;
-            unlink(path);
-            CHECK(loaded, "cannot write or load the model: %s", err.msg);
-            if (loaded) {
-                gl_act act;
-                n_plain += gl_matmul_plain(&m->layers[0].w_up, 1, false, &act) &&
-                           gl_matmul_plain(&m->layers[0].w_up, NS, false, &act);
-                for (int obo = 0; obo < 2; obo++) {
-                    memset(a, 0, sizeof(float) * V * rows);
-                    memset(u, 0, sizeof(float) * V * rows);
-                    const int64_t na = run(m, false, obo, a), nu = run(m, true, obo, u);
-                    CHECK(na == (int64_t)V * rows && nu == na, "decode failed (%lld, %lld floats)", (long long)na,
-                          (long long)nu);
-                    for (int r = 0; r < rows && na == nu && na > 0; r++)
-                        if (memcmp(a + (size_t)r * V, u + (size_t)r * V, sizeof(float) * V)) {
-                            CHECK(0, "logit row %d differs%s", r, obo ? " (one by one)" : "");
-                            break;
-                        }
-                }
-                qlm_model_free(m);
-            }
-            TEST_END();
-        }
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) check(archs[ai], types[ti], 0, a, u, &n_plain);
+    /* 64-wide heads: the prompt's int8 attention goes through
+     * gl_attn_prompt in both passes (gemma3: beside its window layers) */
+    for (size_t ai = 0; ai < 3; ai += 2)
+        for (size_t ti = 0; ti < 2; ti++) check(archs[ai], types[ti], 256, a, u, &n_plain);
     TEST_BEGIN("fused_path_taken");
     /* the cases above exercise the fused layers only where the weights
      * take their vec_dot (gl_matmul_plain); most types must */

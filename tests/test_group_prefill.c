@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "ggml-lite/attn.h"
-#include "ggml-lite/matmul.h"
 #include "src/model.h"
 #include "test.h"
 #include "tiny_model.h"
@@ -63,26 +62,9 @@ static bool group_same_order(const qlm_model *m, const int *LEN)
     return same;
 }
 
-/* Whether every layer weight takes its plain order at n tokens, as
- * decode.c's fused layers need. */
-static bool fused_at(const qlm_model *m, int n)
-{
-    for (int l = 0; l < m->hp.n_layer; l++) {
-        const qlm_layer *L = &m->layers[l];
-        const gl_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        gl_act act;
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
-            if (!gl_matmul_plain(ws[i], n, false, &act)) return false;
-    }
-    return true;
-}
-
 /* extra: tokens added to every prompt (8: none under the 8 tokens where
- * Q8_0 batches take the tile kernels, and with them the unfused layers).
- * expect_same -1: the same wherever the shortest prompt alone and the
- * group take the same pass (fused or not), or prompts attend alike in
- * both (no gl_attn_prompt kernels here). */
-static void check(const char *arch, qt_type type, int n_embd, int extra, int expect_same)
+ * Q8_0 batches take the tile kernels, and with them the unfused layers) */
+static void check(const char *arch, qt_type type, int n_embd, int extra, bool expect_same)
 {
     char name[96], path[] = "/tmp/qlm-test-group-XXXXXX";
     snprintf(name, sizeof name, "group_prefill_%s_%s%s%s", arch, qt_get(type)->name, n_embd == 64 ? "" : "_wide",
@@ -101,14 +83,8 @@ static void check(const char *arch, qt_type type, int n_embd, int extra, int exp
     unlink(path);
     CHECK(loaded, "cannot write or load the model: %s", err.msg);
     if (!loaded) { TEST_END(); return; }
-    if (expect_same < 0) {
-        const gl_kv_view i8 = {.type = GL_KV_I8};
-        int total = 0;
-        for (int s = 0; s < NS; s++) total += LEN[s];
-        expect_same = !gl_attn_prompt_applies(64, &i8, &i8) || fused_at(m, LEN[0]) == fused_at(m, total);
-    }
     const bool same = group_same_order(m, LEN);
-    CHECK(same == (expect_same == 1), "qlm_ctx_same_order says %s for %d prompts in one pass", same ? "yes" : "no", NS);
+    CHECK(same == expect_same, "qlm_ctx_same_order says %s for %d prompts in one pass", same ? "yes" : "no", NS);
     const int V = m->hp.n_vocab;
     float *alone = test_xmalloc(sizeof(float) * NS * 2 * V), *group = test_xmalloc(sizeof(float) * NS * 2 * V);
     int rc = 0;
@@ -145,11 +121,10 @@ int main(void)
     /* the batch decides these orders: never merged */
     check("llama", QT_Q4_0, 64, 0, false);
     check("llama", QT_Q4_K, 256, 0, false);
-    /* a 2-token prompt alone and the group's 47 tokens: where one runs
-     * the fused layers and the other the unfused ones (AVX-512: Q8_0's
-     * tile kernels from 8 tokens), their prompt attention differs when
-     * the CPU has gl_attn_prompt's kernels; otherwise both attend alike
-     * and the bits must match */
-    check("llama", QT_Q8_0, 256, 0, -1);
+    /* a 2-token prompt alone and the group's 47 tokens: where Q8_0
+     * batches take tile kernels from 8 tokens (AVX-512), one runs the
+     * fused layers and the other the unfused ones, and both attend alike:
+     * the bits must match */
+    check("llama", QT_Q8_0, 256, 0, true);
     TEST_EXIT();
 }
