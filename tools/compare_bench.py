@@ -56,17 +56,21 @@ def run_json(cmd):
 
 def llama_rows(model, a):
     rows = run_json([str(LLAMA_BENCH), "-m", model, "-t", str(a.threads), "-p", str(a.p),
-                     "-n", str(a.n), "-r", str(a.reps), "-o", "json"] + (["-lm", "none"] if a.no_mmap else []))
+                     "-n", str(a.n), "-d", str(a.depth), "-r", str(a.reps), "-o", "json"] +
+                    (["-lm", "none"] if a.no_mmap else []))
     res = {}
     for r in rows:
         test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
+        if r.get("n_depth"):
+            test += f"@d{r['n_depth']}"  # qlm bench's name for a test after some context
         res[test] = r["avg_ts"]
     return res
 
 
 def qlm_rows(model, a):
     rows = run_json([str(REPO / "qlm"), "bench", "-m", model, "-t", str(a.threads), "-p", str(a.p),
-                     "-n", str(a.n), "-r", str(a.reps), "-o", "json"] + (["--no-mmap"] if a.no_mmap else []))
+                     "-n", str(a.n), "-d", str(a.depth), "-r", str(a.reps), "-o", "json"] +
+                    (["--no-mmap"] if a.no_mmap else []))
     return {r["test"]: r["avg_ts"] for r in rows}
 
 
@@ -134,6 +138,7 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=os.cpu_count())
     ap.add_argument("-p", type=int, default=512)
     ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("-d", "--depth", type=int, default=0, help="tokens of context before each test (both programs' -d)")
     ap.add_argument("-r", "--reps", type=int, default=3, help="repetitions inside each bench run")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of both programs")
     ap.add_argument("--evict", action="store_true",
