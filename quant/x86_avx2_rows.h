@@ -2,8 +2,8 @@
  * AVX2 (lane r of a vector holds 4 bytes of row r), the 4 activation
  * bytes those lanes multiply, broadcast, and the asm step that multiplies
  * two such halves by 4 columns.  Shared by the AVX2 kernels that
- * give each row an int32 lane (x86_avx2_wide.c, x86_avx2_tiled.c);
- * included only by files compiled with -mavx2. */
+ * give each row an int32 lane (x86_avx2_wide.c, x86_avx2_tiled.c, and
+ * x86_avx2_kv.c's K tiles); included only by files compiled with -mavx2. */
 #ifndef QLM_QT_X86_AVX2_ROWS_H
 #define QLM_QT_X86_AVX2_ROWS_H
 
