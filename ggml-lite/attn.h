@@ -8,8 +8,12 @@
  * f32 rows take llama.cpp's float order (vec.h): ggml's dot for q.k, its
  * softmax over a window padded as its cache pads it, and p.v in the
  * tinyBLAS or vec_dot lane order.  int8 rows: q is quantized once to int8
- * with its own scale and q.k is an integer dot per row; p.v widens each V
- * row in registers (never the whole cache).  f16 rows: F16C widening. */
+ * with its own scale and q.k is an integer dot per row; softmax and p.v
+ * over int8 V follow quant/kv_ops.h's int8 contract (15-bit weights,
+ * exact integer sums), whose result does not depend on how the rows are
+ * split or ordered, so one token, a KV head's group, a prompt's block and
+ * a long context split across threads all give a query the same bits.
+ * f16 rows: F16C widening and ggml's softmax. */
 #ifndef QLM_GL_ATTN_H
 #define QLM_GL_ATTN_H
 
@@ -64,22 +68,40 @@ int gl_attn_group_applies(int d, const gl_kv_view *k, const gl_kv_view *v);
  * them d floats apart), over n rows (idx as gl_attn_head's; no mask),
  * with bits identical to n_q calls of it: each K and V row is read and
  * rearranged once for all of them (the heads of one KV head, for a
- * prompt's token or a batched decoding step's).  Uses sc->s when n_q
+ * decoding step's token or a verified draft's).  Uses sc->s when n_q
  * windows fit in its sc->n_win cache windows, else allocates (so a
  * decoding step's caller sizes the scratch); if that fails, goes head
  * by head. */
 void gl_attn_group(int d, int n_q, const float *q, float scale, const gl_kv_view *k, const gl_kv_view *v, int n,
                    const int32_t *idx, int n_ctx, gl_attn_scratch *sc, float *out);
 
+/* Flash-Decoding: gl_attn_group's result (any d; int8 K and V, no
+ * mask) in parts over its n rows, so that threads share one token's
+ * attention at long context, bit for bit what one call gives:
+ *  1. gl_attn_split_scores, for each part's ranks r0..r1-1: the scores
+ *     into s (head h at s + h * ld_s + r), the part's largest score per
+ *     head into mx[h] and its largest V scale into *vmax;
+ *  2. when every part has done step 1, gl_attn_split_sums for each part,
+ *     given the largest mx[h] and *vmax over the parts: its exact sums
+ *     into acc (n_q x d doubles) and z (n_q);
+ *  3. gl_attn_split_out: out (n_q x d) from n_parts parts' sums, ld_part
+ *     doubles apart in acc and n_q apart in z. */
+#define GL_ATTN_SPLIT_MAXQ 32
+int gl_attn_split_applies(int d, int n_q, const gl_kv_view *k, const gl_kv_view *v);
+void gl_attn_split_scores(int d, int n_q, const float *q, float scale, const gl_kv_view *k, const gl_kv_view *v,
+                          int r0, int r1, const int32_t *idx, float *s, int64_t ld_s, float *mx, float *vmax);
+void gl_attn_split_sums(int d, int n_q, const gl_kv_view *v, int r0, int r1, const int32_t *idx, float *s,
+                        int64_t ld_s, const float *mx, float vmax, double *acc, double *z);
+void gl_attn_split_out(int d, int n_q, int n_parts, const double *acc, int64_t ld_part, const double *z,
+                       float vmax, float *out);
+
 /* A prompt's causal attention for a block of n_tok tokens of one KV head:
  * token j's query heads i < n_q (q + j * ldq + i * d) see cache rows
  * 0..n[j]-1 (n[j] >= 1), and out + j * ldo + i * d gets that query's
  * attention over those rows, with each K and V row read and rearranged
- * once for all the block's queries that see it.  The scores are
- * gl_attn_head's bit for bit; softmax and p.v are fused in integer steps
- * (quant/kv_ops.h's pv_i8_causal: weights to about 15 bits), so results
- * differ from gl_attn_head's in the last bits, but a query's depends on
- * its own rows alone, never on the block.  For views
+ * once for all the block's queries that see it: gl_attn_head's result
+ * bit for bit, since a query's depends on its own rows alone, never on
+ * the block.  For views
  * gl_attn_prompt_applies to, with n_tok * n_q <= GL_ATTN_PROMPT_MAXQ;
  * work holds gl_attn_prompt_work(n_tok * n_q, max n[j]) floats, 64-byte
  * aligned. */

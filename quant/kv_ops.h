@@ -12,8 +12,25 @@
  *  - qk_i8: the integer dot is exact; then one float multiply chain.
  *  - qk_f16: 16 lane accumulators (element k in lane k % 16, FMA), summed
  *    with qt_reduce16's tree, then times scale.
- *  - pv_*: for each output element, two FMA chains (rank r in chain r % 2)
- *    added at the end. */
+ *  - pv_f16: for each output element, two FMA chains (rank r in chain
+ *    r % 2) added at the end.
+ *  - pv_i8_sum, the softmax and p.v of every attention over int8 V rows
+ *    (one query, a KV head's group, a prompt's causal block, a long
+ *    context split across threads): for a query whose rows r < n (c =
+ *    idx ? idx[r] : r) have scores s[r], with mx the largest score
+ *    (max_f32) and kw = 32767 / (the largest V scale vd[c * lds] among the
+ *    rows the query sees; kw = 0 when that is 0):
+ *        e[r] = exp16(s[r] - mx)           f32ops.h's exp, lane by lane
+ *        W[r] = lrintf((e[r] * vd[c * lds]) * kw), clamped to [0, 32767]
+ *        E[r] = lrintf(e[r] * 2^24), clamped to [0, 2^24]
+ *        acc[j] = sum_r W[r] * V_c[j],  z = sum_r E[r]
+ *        out[j] = (float)(acc[j] * (2^24 / ((double)kw * z)))  (qt_kv_pv_out)
+ *    acc and z are integers below 2^53, held exactly in doubles, so they
+ *    are the same in any order and for any split of the rows: a kernel
+ *    may sum as it likes, and decoding at long context shares one
+ *    query's rows among threads (Flash-Decoding) without changing a bit.
+ *    The 15-bit weights and the 24-bit fixed-point sum of exps are far
+ *    finer than the int8 rows they weigh. */
 #ifndef QLM_QT_KV_OPS_H
 #define QLM_QT_KV_OPS_H
 
@@ -28,58 +45,43 @@ typedef struct qt_kv_ops {
     /* s[r] = (q . f32(K_c)) * scale, K_c the d halves at k + c * ldk. */
     void (*qk_f16)(int n, int d, const float *q, float scale, const uint16_t *k, int64_t ldk,
                    const int32_t *idx, float *s);
-    /* out[e] = sum_r (p[r] * vd[c * lds]) * V_c[e], e < d. */
-    void (*pv_i8)(int n, int d, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                  const int32_t *idx, const float *p, float *out);
     /* out[e] = sum_r p[r] * f32(V_c[e]). */
     void (*pv_f16)(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *idx,
                    const float *p, float *out);
     /* qt_kv_quantize_i8 (below), the same bits; NULL: the reference. */
     float (*quantize_i8)(int n, const float *x, int8_t *q);
-    /* Several queries over the same rows (a KV head's query heads): each
-     * row is read, and its layout work done, once for all of them.  Each
-     * result is bit-identical to the one-query kernel's over the same
-     * rows (c = idx ? idx[r] : r); NULL where the set has none.  d must be
-     * 64 (callers fall back to the one-query kernels otherwise).
-     * qk_i8_multi: s + h * ld_s gets qk_i8(n, d, q + h * d, qd[h], ...).
-     * pv_i8_multi: out + h * ld_o gets pv_i8(n, d, ..., p + h * ld_p, ...);
-     * p is overwritten (with p[r] * vd[c * lds]). */
+    /* The largest of x[0..n) (-INFINITY for none), NaNs passed over:
+     * exact, so any split of x agrees.  NULL: the reference's. */
+    float (*max_f32)(int n, const float *x);
+    /* Several queries over the same K rows (a KV head's query heads): each
+     * row is read, and its layout work done, once for all of them.  s + h *
+     * ld_s gets qk_i8(n, d, q + h * d, qd[h], ...) bit for bit.  d must be
+     * 64 (callers go query by query otherwise); NULL where the set has
+     * none. */
     void (*qk_i8_multi)(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
                         const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s);
-    void (*pv_i8_multi)(int n, int d, int nq, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                        const int32_t *idx, float *p, int64_t ld_p, float *out, int64_t ld_o);
     /* A prompt's causal block: nq queries (up to QT_KV_CAUSAL_MAXQ) over
      * rows 0..n[h]-1 of the cache each (a run of tokens' heads of one KV
-     * head), every K and V row read and rearranged once for all queries
-     * that see it; idx NULL, d must be 64, n[h] >= 1.
-     * qk_i8_causal: s + h * ld_s gets qk_i8(n[h], d, q + h * d, qd[h], ...),
-     * bit for bit.
-     * pv_i8_causal: the softmax of each query's scores (at s + h * ld_s,
-     * as qk_i8_causal leaves them) times V, in integer steps (four times
-     * the products per instruction of f32 FMAs), to out[h]: with mx the
-     * largest score, e[r] = exp16(s[r] - mx) (f32ops.h's, 16 ranks at a
-     * time from rank 0, lanes past n[h] dropped), sum = the e's added in
-     * 16 lanes (rank r in lane r % 16) and qt_reduce16'd, w[r] = e[r] *
-     * vd[r * lds] with m their largest, W[r] = lrintf(w[r] * (32767 / m))
-     * clamped to [0, 32767] (m = 0: all 0); then per element j and tile
-     * of QT_KV_CAUSAL_TILE ranks from rank 0 the exact sum S of W[r] *
-     * V_r[j], acc += (float)S tile after tile from 0, and out[h][j] = acc
-     * * ((m / 32767) / sum).  W keeps about 15 bits of each weight
-     * relative to the largest.  s is overwritten; work holds
-     * QT_KV_CAUSAL_WORK(nq) floats, 64-byte aligned. */
+     * head), every K row read and rearranged once for all queries that
+     * see it; d must be 64, n[h] >= 1.  s + h * ld_s gets qk_i8(n[h], d,
+     * q + h * d, qd[h], ..., NULL, ...) bit for bit.  NULL where the set
+     * has none. */
     void (*qk_i8_causal)(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k,
                          int64_t ldk, const float *kd, int64_t lds, float *s, int64_t ld_s);
-    void (*pv_i8_causal)(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                         float *s, int64_t ld_s, float *const out[], float *work);
+    /* The int8 p.v contract above for nq queries over the same V rows,
+     * query h over ranks 0..n[h]-1 of them (c = idx ? idx[r] : r; each V
+     * row is read and widened once for all the queries that see it), its
+     * scores at s + h * ld_s (overwritten), mx[h] and kw[h] as above:
+     * adds its sums to acc + h * ld_acc (d of them) and to z[h].  Any d;
+     * sets whose kernel wants d a multiple of 64 hand others to the
+     * reference. */
+    void (*pv_i8_sum)(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                      const int32_t *idx, float *s, int64_t ld_s, const float *mx, const float *kw, double *acc,
+                      int64_t ld_acc, double *z);
 } qt_kv_ops;
 
-/* The causal kernels' limits: queries per call, V rows per tile (widened
- * to int16 pairs once, into work, for every query of the call), and the
- * work floats of pv_i8_causal: the tile, then a query's 64 sums carried
- * from tile to tile and its scale. */
+/* Queries per qk_i8_causal call. */
 #define QT_KV_CAUSAL_MAXQ 256
-#define QT_KV_CAUSAL_TILE 64
-#define QT_KV_CAUSAL_WORK(nq) ((size_t)QT_KV_CAUSAL_TILE * 32 + (size_t)(nq) * 80)
 
 /* The reference set and the one for this CPU (QLM_ISA caps it as for the
  * weight kernels). */
@@ -90,14 +92,20 @@ const qt_kv_ops *qt_kv(void);
  * d = max|x| / 127 (ties to even; all-zero x gives d = 0).  Returns d. */
 float qt_kv_quantize_i8(int n, const float *x, int8_t *q);
 
+/* The contract's last step: out[j] = (float)(acc[j] * (2^24 / (kw * z)))
+ * for j < d (all 0 when kw or z is 0). */
+void qt_kv_pv_out(int d, const double *acc, double z, float kw, float *out);
+
 #if defined(__x86_64__)
 extern const qt_kv_ops qt_kv_avx2, qt_kv_avx2_vnni, qt_kv_avx512, qt_kv_avx512_vnni;
-/* The AVX2 causal block kernels, which the AVX-512 set without VNNI
- * takes too (x86_avx2_kv.c). */
+/* The AVX2 kernels that the AVX-512 sets take too (x86_avx2_kv.c): every
+ * x86 set then attends a prompt alike. */
 void qt_avx2_qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
                           const float *kd, int64_t lds, float *s, int64_t ld_s);
-void qt_avx2_pv_i8_causal(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                          float *s, int64_t ld_s, float *const out[], float *work);
+void qt_avx2_pv_i8_sum(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                       const int32_t *idx, float *s, int64_t ld_s, const float *mx, const float *kw, double *acc,
+                       int64_t ld_acc, double *z);
+float qt_avx2_max_f32(int n, const float *x);
 #endif
 
 #endif

@@ -1,8 +1,9 @@
 /* x86_avx2_kv.c - kv_ops.h with AVX2 (+F16C), and with AVX-VNNI.
  *
- * Bit-identical to kv_ref.c: integer dots are exact, and the float
- * kernels run the reference's per-element FMA chains side by side in the
- * vector lanes (8 elements of the head dimension per register). */
+ * Bit-identical to kv_ref.c: the integer dots and the int8 p.v's sums are
+ * exact, and the f16 kernels run the reference's per-element FMA chains
+ * side by side in the vector lanes (8 elements of the head dimension per
+ * register). */
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -73,58 +74,42 @@ static void qk_f16(int n, int d, const float *q, float scale, const uint16_t *k,
     }
 }
 
-/* Widens 8 values of V row c at element e to float. */
-INLINE __m256 v8_i8(const int8_t *p) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))); }
+/* Widens 8 halves of a V row to float. */
 INLINE __m256 v8_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
-/* One body for both element types: rows of 32 elements at a time keep
- * 4 registers x 2 chains of FMAs in flight; the reference's chain for
- * element e is lane e of these. */
-#define PV_BODY(T, LOAD8, TOF, WEIGHT)                                                        \
-    const int d32 = d & ~31, d8 = d & ~7;                                                   \
-    int e0 = 0;                                                                             \
-    for (; e0 < d32; e0 += 32) {                                                            \
-        __m256 a[2][4];                                                                     \
-        for (int i = 0; i < 4; i++) a[0][i] = a[1][i] = _mm256_setzero_ps();                \
-        for (int r = 0; r < n; r++) {                                                       \
-            const int64_t c = idx ? idx[r] : r;                                             \
-            const T *vr = v + c * ldv + e0;                                                 \
-            const __m256 w = _mm256_set1_ps(WEIGHT);                                        \
-            for (int i = 0; i < 4; i++) a[r & 1][i] = _mm256_fmadd_ps(w, LOAD8(vr + 8 * i), a[r & 1][i]); \
-        }                                                                                   \
-        for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + e0 + 8 * i, _mm256_add_ps(a[0][i], a[1][i])); \
-    }                                                                                       \
-    for (; e0 < d8; e0 += 8) {                                                              \
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0;                                           \
-        for (int r = 0; r < n; r++) {                                                       \
-            const int64_t c = idx ? idx[r] : r;                                             \
-            const __m256 w = _mm256_set1_ps(WEIGHT), x = LOAD8(v + c * ldv + e0);           \
-            if (r & 1) a1 = _mm256_fmadd_ps(w, x, a1); else a0 = _mm256_fmadd_ps(w, x, a0); \
-        }                                                                                   \
-        _mm256_storeu_ps(out + e0, _mm256_add_ps(a0, a1));                                  \
-    }                                                                                       \
-    for (; e0 < d; e0++) {                                                                  \
-        float acc[2] = {0.0f, 0.0f};                                                        \
-        for (int r = 0; r < n; r++) {                                                       \
-            const int64_t c = idx ? idx[r] : r;                                             \
-            acc[r & 1] = fmaf(WEIGHT, TOF(v[c * ldv + e0]), acc[r & 1]);                    \
-        }                                                                                   \
-        out[e0] = acc[0] + acc[1];                                                          \
-    }
-
-static void pv_i8(int n, int d, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                  const int32_t *idx, const float *p, float *out)
-{
-    PV_BODY(int8_t, v8_i8, (float), p[r] * vd[c * lds])
-}
-
+/* Rows of 32 elements at a time keep 4 registers x 2 chains of FMAs in
+ * flight; the reference's chain for element e is lane e of these. */
 static void pv_f16(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *idx,
                    const float *p, float *out)
 {
-    PV_BODY(uint16_t, v8_f16, qt_f16_to_f32, p[r])
+    const int d32 = d & ~31, d8 = d & ~7;
+    int e0 = 0;
+    for (; e0 < d32; e0 += 32) {
+        __m256 a[2][4];
+        for (int i = 0; i < 4; i++) a[0][i] = a[1][i] = _mm256_setzero_ps();
+        for (int r = 0; r < n; r++) {
+            const uint16_t *vr = v + (idx ? idx[r] : r) * ldv + e0;
+            const __m256 w = _mm256_set1_ps(p[r]);
+            for (int i = 0; i < 4; i++) a[r & 1][i] = _mm256_fmadd_ps(w, v8_f16(vr + 8 * i), a[r & 1][i]);
+        }
+        for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + e0 + 8 * i, _mm256_add_ps(a[0][i], a[1][i]));
+    }
+    for (; e0 < d8; e0 += 8) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+        for (int r = 0; r < n; r++) {
+            const __m256 w = _mm256_set1_ps(p[r]), x = v8_f16(v + (idx ? idx[r] : r) * ldv + e0);
+            if (r & 1) a1 = _mm256_fmadd_ps(w, x, a1); else a0 = _mm256_fmadd_ps(w, x, a0);
+        }
+        _mm256_storeu_ps(out + e0, _mm256_add_ps(a0, a1));
+    }
+    for (; e0 < d; e0++) {
+        float acc[2] = {0.0f, 0.0f};
+        for (int r = 0; r < n; r++) acc[r & 1] = fmaf(p[r], qt_f16_to_f32(v[(idx ? idx[r] : r) * ldv + e0]), acc[r & 1]);
+        out[e0] = acc[0] + acc[1];
+    }
 }
 
-/* ---- several queries over the same rows (d = 64) ----------------------
+/* ---- several queries over the same K rows (d = 64) --------------------
  * Each result is the one-query kernel's, bit for bit. */
 
 /* q.k, here and in the causal block below: an 8-row K tile goes into
@@ -248,102 +233,9 @@ static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, 
     }
 }
 
-/* p.v: a tile of V rows is widened to float once for all queries (pv_i8
- * widens each row per query: two conversions per fma); each query then
- * runs pv_i8's chains (rank r in chain r % 2, element e in lane e % 8 of
- * its vector) with the widened values as fma memory operands, half the
- * head dimension at a time (16 accumulators would be every register).
- * The chains live in acc[] between tiles. */
-#define PV_TILE 32 /* even: a rank's chain is its parity within the tile */
-#define PV_HEADS 8
-
-static void pv_i8_multi(int n, int d, int nq, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                        const int32_t *idx, float *p, int64_t ld_p, float *out, int64_t ld_o)
-{
-    (void)d; /* 64 */
-    /* each row's V scale looked up once for all queries, then the
-     * queries' weights scaled 8 at a time (the same products as one at a
-     * time; element by element, the look-up per query was about a
-     * quarter of this kernel's operations) */
-    for (int r0 = 0; r0 < n; r0 += 64) {
-        const int nr = n - r0 < 64 ? n - r0 : 64;
-        alignas(32) float sv[64];
-        for (int i = 0; i < nr; i++) sv[i] = vd[(idx ? idx[r0 + i] : r0 + i) * lds];
-        for (int h = 0; h < nq; h++) {
-            float *ph = p + h * ld_p + r0;
-            int i = 0;
-            for (; i + 8 <= nr; i += 8) _mm256_storeu_ps(ph + i, _mm256_mul_ps(_mm256_loadu_ps(ph + i), _mm256_load_ps(sv + i)));
-            for (; i < nr; i++) ph[i] *= sv[i];
-        }
-    }
-    alignas(32) float x[PV_TILE][64];
-    alignas(32) float acc[PV_HEADS][2][64];
-    for (int h0 = 0; h0 < nq; h0 += PV_HEADS) {
-        const int nh = nq - h0 < PV_HEADS ? nq - h0 : PV_HEADS;
-        memset(acc, 0, sizeof acc);
-        for (int r0 = 0; r0 < n; r0 += PV_TILE) {
-            const int nr = n - r0 < PV_TILE ? n - r0 : PV_TILE;
-            for (int i = 0; i < nr; i++) {
-                const int8_t *vr = v + (int64_t)(idx ? idx[r0 + i] : r0 + i) * ldv;
-#pragma GCC unroll 8
-                for (int e = 0; e < 64; e += 8) _mm256_store_ps(&x[i][e], v8_i8(vr + e));
-            }
-            for (int h = 0; h < nh; h++) {
-                const float *w = p + (h0 + h) * ld_p + r0;
-#pragma GCC unroll 1
-                for (int half = 0; half < 64; half += 32) {
-                    __m256 a0[4], a1[4];
-#pragma GCC unroll 4
-                    for (int i = 0; i < 4; i++) {
-                        a0[i] = _mm256_load_ps(&acc[h][0][half + 8 * i]);
-                        a1[i] = _mm256_load_ps(&acc[h][1][half + 8 * i]);
-                    }
-                    int i = 0;
-                    for (; i + 1 < nr; i += 2) {
-                        const __m256 w0 = _mm256_set1_ps(w[i]), w1 = _mm256_set1_ps(w[i + 1]);
-#pragma GCC unroll 4
-                        for (int j = 0; j < 4; j++) {
-                            a0[j] = _mm256_fmadd_ps(w0, _mm256_load_ps(&x[i][half + 8 * j]), a0[j]);
-                            a1[j] = _mm256_fmadd_ps(w1, _mm256_load_ps(&x[i + 1][half + 8 * j]), a1[j]);
-                        }
-                    }
-                    if (i < nr) { /* the last rank, even */
-                        const __m256 w0 = _mm256_set1_ps(w[i]);
-#pragma GCC unroll 4
-                        for (int j = 0; j < 4; j++)
-                            a0[j] = _mm256_fmadd_ps(w0, _mm256_load_ps(&x[i][half + 8 * j]), a0[j]);
-                    }
-#pragma GCC unroll 4
-                    for (int j = 0; j < 4; j++) {
-                        _mm256_store_ps(&acc[h][0][half + 8 * j], a0[j]);
-                        _mm256_store_ps(&acc[h][1][half + 8 * j], a1[j]);
-                    }
-                }
-            }
-        }
-        for (int h = 0; h < nh; h++)
-#pragma GCC unroll 8
-            for (int e = 0; e < 64; e += 8)
-                _mm256_storeu_ps(out + (h0 + h) * ld_o + e,
-                                 _mm256_add_ps(_mm256_load_ps(&acc[h][0][e]), _mm256_load_ps(&acc[h][1][e])));
-    }
-}
-#undef PV_TILE
-#undef PV_HEADS
-
 /* ---- a prompt's causal block (d = 64, rows 0..n[h]-1) ------------------
- *
- * kv_ops.h's contract, for the run of tokens' query heads that decode.c
- * hands over at once (up to 16 tokens of 8 heads): every K and V tile is
- * rearranged once for all of them, and queries whose rows end before a
- * tile skip it.
- * q.k: qk_i8_multi's tiles, each for the queries whose rows reach it.
- * p.v: a 64-rank V tile is widened once into int16 pairs of consecutive
- * ranks, and each query's 15-bit weights meet it by vpmaddwd and an add
- * per 16 products (the multi kernel takes an FMA per 8, and widens each
- * V row again for every token).
- * Masked loads and stores (vmaskmovps) cost many times a plain one on
- * AMD: only a query's last, partial 8 lanes take them. */
+ * qk_i8_multi's tiles, each for the queries whose rows reach it (up to
+ * 16 tokens of 8 heads at once). */
 
 void qt_avx2_qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k,
                           int64_t ldk, const float *kd, int64_t lds, float *s, int64_t ld_s)
@@ -362,74 +254,94 @@ void qt_avx2_qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const fl
     }
 }
 
+/* ---- the int8 p.v contract (kv_ops.h), several queries at once --------
+ * A 64-rank V tile is widened once into int16 pairs of consecutive
+ * ranks, for every query that sees it; each query's 15-bit weights meet
+ * it by vpmaddwd and an add per 16 products (f32 FMAs take one per 8).
+ * The sums are exact, so each tile's go straight into the double
+ * accumulators.  Masked loads and stores (vmaskmovps) cost many times a
+ * plain one on AMD: only a query's last, partial 8 lanes take them. */
+
 /* 8 floats from p, those at or past `left` 0 (masked only then). */
 INLINE __m256 load8_upto(const float *p, int left)
 {
     return left >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes_below(left));
 }
 
-INLINE void store8_upto(float *p, int left, __m256 x)
+float qt_avx2_max_f32(int n, const float *x)
 {
-    if (left >= 8)
-        _mm256_storeu_ps(p, x);
-    else
-        _mm256_maskstore_ps(p, lanes_below(left), x);
+    const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+    __m256 m0 = ninf, m1 = ninf;
+    int i = 0;
+    /* vmaxps keeps its second operand for a NaN, as the scalar compare */
+    for (; i + 16 <= n; i += 16) {
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+        m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+    }
+    for (; i < n; i += 8) {
+        const __m256 v = load8_upto(x + i, n - i);
+        m0 = _mm256_max_ps(n - i >= 8 ? v : _mm256_blendv_ps(ninf, v, _mm256_castsi256_ps(lanes_below(n - i))), m0);
+    }
+    return hmax_ps(_mm256_max_ps(m0, m1));
 }
 
-/* One query's softmax weights times its V scales, to int16 in place
- * (W[r] at the r-th int16 of s, written behind the floats still to be
- * read), W[n] = 0 for a whole last pair; returns (m / 32767) / sum.
- * kv_ref.c's steps: ranks 16 at a time in two halves of 8, lanes past n
- * neither summed nor stored. */
-static float pv16_weights(int n, float *s, const float *vd, int64_t lds)
+/* The 8 V scales of ranks r.. (0 past n). */
+INLINE __m256 v_scales8(const float *vd, int64_t lds, const int32_t *idx, int r, int n)
 {
-    const __m256 ninf = _mm256_set1_ps(-__builtin_inff()), zero = _mm256_setzero_ps();
-    __m256 vmax = ninf;
-    for (int r = 0; r < n; r += 8) {
-        __m256 x = load8_upto(s + r, n - r);
-        if (n - r < 8) x = _mm256_blendv_ps(ninf, x, _mm256_castsi256_ps(lanes_below(n - r)));
-        vmax = _mm256_max_ps(x, vmax); /* vmaxps keeps its second operand for a NaN, as the scalar compare */
-    }
-    const __m256 vmx = _mm256_set1_ps(hmax_ps(vmax));
-    __m256 lane[2] = {zero, zero}, mw = zero;
-    for (int r0 = 0; r0 < n; r0 += 16)
-        for (int hf = 0; hf < 2 && r0 + 8 * hf < n; hf++) {
-            const int r = r0 + 8 * hf;
+    if (!idx && lds == 1) return load8_upto(vd + r, n - r);
+    alignas(32) float t[8];
+    for (int i = 0; i < 8; i++) t[i] = r + i < n ? vd[(int64_t)(idx ? idx[r + i] : r + i) * lds] : 0.0f;
+    return _mm256_load_ps(t);
+}
+
+/* lrintf(x) clamped to [0, hi], 8 lanes: vminps with x second passes a
+ * NaN on, which converts to INT32_MIN and clamps to 0, as LONG_MIN does;
+ * above hi the float clamp gives what the integer one would. */
+INLINE __m256i clamp_rint8(__m256 x, float hi)
+{
+    return _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_set1_ps(hi), x)), _mm256_setzero_si256());
+}
+
+/* One query's weights W (int16, written over its scores from the front,
+ * behind the floats still to be read; W[n] = 0 for a whole last pair),
+ * and its E's added to *z: the contract's first steps, 8 ranks at a time
+ * (exp16 is lane-wise, so 8 at a time are its values). */
+static void w16_weights(int n, float *s, const float *vd, int64_t lds, const int32_t *idx, float mx, float kw,
+                        double *z)
+{
+    const __m256 vmx = _mm256_set1_ps(mx), vkw = _mm256_set1_ps(kw), e24 = _mm256_set1_ps(0x1p24f);
+    int16_t *w = (int16_t *)s;
+    __m256d zd = _mm256_setzero_pd();
+    for (int r0 = 0; r0 < n; r0 += 64) {
+        __m256i ez = _mm256_setzero_si256(); /* up to 8 E's a lane: under 2^28 */
+        for (int r = r0; r < n && r < r0 + 64; r += 8) {
             __m256 e = qt_expv8(_mm256_sub_ps(load8_upto(s + r, n - r), vmx));
             if (n - r < 8) e = _mm256_and_ps(e, _mm256_castsi256_ps(lanes_below(n - r))); /* dropped */
-            lane[hf] = _mm256_add_ps(lane[hf], e);
-            __m256 x;
-            if (lds == 1) {
-                x = _mm256_mul_ps(e, load8_upto(vd + r, n - r));
+            ez = _mm256_add_epi32(ez, clamp_rint8(_mm256_mul_ps(e, e24), 0x1p24f));
+            const __m256i c = clamp_rint8(_mm256_mul_ps(_mm256_mul_ps(e, v_scales8(vd, lds, idx, r, n)), vkw), 32767.0f);
+            const __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+            if (n - r >= 8) {
+                _mm_storeu_si128((__m128i *)(w + r), p);
             } else {
-                alignas(32) float t[8] = {0};
-                for (int i = 0; i < 8 && r + i < n; i++) t[i] = vd[(int64_t)(r + i) * lds];
-                x = _mm256_mul_ps(e, _mm256_load_ps(t));
+                alignas(16) int16_t t[8];
+                _mm_store_si128((__m128i *)t, p);
+                memcpy(w + r, t, sizeof(int16_t) * (size_t)(n - r));
             }
-            store8_upto(s + r, n - r, x);
-            mw = _mm256_max_ps(x, mw); /* a NaN weight is passed over, as fmaxf does */
         }
-    const float sum = qt_reduce16v8(lane[0], lane[1]), m = hmax_ps(mw);
-    const __m256 vid = _mm256_set1_ps(m > 0.0f ? 32767.0f / m : 0.0f);
-    const __m256i lo = _mm256_setzero_si256(), hi = _mm256_set1_epi32(32767);
-    int16_t *w = (int16_t *)s;
-    for (int r = 0; r < n; r += 8) {
-        /* rounded in the current mode as lrintf; NaN and out-of-range
-         * products give INT32_MIN, clamped to 0 as LONG_MIN is */
-        const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(load8_upto(s + r, n - r), vid));
-        const __m256i c = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
-        _mm_storeu_si128((__m128i *)(w + r), _mm_packs_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1)));
+        zd = _mm256_add_pd(zd, _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(ez)),
+                                              _mm256_cvtepi32_pd(_mm256_extracti128_si256(ez, 1))));
     }
     w[n] = 0;
-    return (m / 32767.0f) / sum;
+    alignas(32) double t[4];
+    _mm256_store_pd(t, zd);
+    *z += (t[0] + t[1]) + (t[2] + t[3]); /* integers: exact */
 }
 
 /* Ranks r0..re-1 of one V tile (vt: per pair of ranks 8 vectors, lane e
  * of vector j holding the pair's elements 8j + e as int16s; re rounded up
- * to a pair, whose weight past the query's last rank is 0) for one query:
- * weights w (int16), the f32 sums carried in fa (64), results times sc at
- * o when the tile is the query's last. */
-static void pv16_tile(int r0, int re, int last, const __m256i *vt, const int16_t *w, float *fa, float sc, float *o)
+ * to a pair, whose weight past the query's last rank is 0) for one
+ * query: weights w (int16), the tile's exact sums added to acc (64). */
+static void pv16_tile(int r0, int re, const __m256i *vt, const int16_t *w, double *acc)
 {
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, b, t;
     /* one pair of ranks: its weights broadcast against its 8 vectors (asm
@@ -446,52 +358,58 @@ static void pv16_tile(int r0, int re, int last, const __m256i *vt, const int16_t
                 : [x] "r"(x), [w] "r"(w + r), "m"(*(const __m256i(*)[8])x), "m"(*(const int32_t *)(w + r)));
     }
 #undef PV_STEP
+    /* a tile's sum is at most 64 * 32767 * 127 < 2^31 */
     const __m256i a[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
-        const __m256 tf = _mm256_cvtepi32_ps(a[j]);
-        const __m256 acc = r0 ? _mm256_add_ps(_mm256_loadu_ps(fa + 8 * j), tf) : tf;
-        if (last)
-            _mm256_storeu_ps(o + 8 * j, _mm256_mul_ps(acc, _mm256_set1_ps(sc)));
-        else
-            _mm256_storeu_ps(fa + 8 * j, acc);
+        _mm256_storeu_pd(acc + 8 * j, _mm256_add_pd(_mm256_loadu_pd(acc + 8 * j), _mm256_cvtepi32_pd(_mm256_castsi256_si128(a[j]))));
+        _mm256_storeu_pd(acc + 8 * j + 4,
+                         _mm256_add_pd(_mm256_loadu_pd(acc + 8 * j + 4), _mm256_cvtepi32_pd(_mm256_extracti128_si256(a[j], 1))));
     }
 }
 
-void qt_avx2_pv_i8_causal(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                          float *p, int64_t ld_p, float *const out[], float *work)
+/* V ranks r0..r0+nt-1 (64 elements from e0) as pv16_tile reads them: rank
+ * r0 + i in the low int16 of each pair, the next in the high; a missing
+ * odd rank is zeros. */
+static void v_tile16(const int8_t *v, int64_t ldv, const int32_t *idx, int r0, int nt, int e0, __m256i *vt)
 {
-    (void)d; /* 64 */
-    enum { CT = QT_KV_CAUSAL_TILE };
-    __m256i *vt = (__m256i *)work; /* CT / 2 pairs x 8 vectors: CT * 32 floats */
-    float *fa = work + CT * 32, *sc = fa + (size_t)nq * 64;
+    for (int i = 0; i < nt; i += 2) {
+        const int8_t *v0 = v + (int64_t)(idx ? idx[r0 + i] : r0 + i) * ldv + e0;
+        const int8_t *v1 = i + 1 < nt ? v + (int64_t)(idx ? idx[r0 + i + 1] : r0 + i + 1) * ldv + e0 : NULL;
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m128i a = _mm_loadu_si128((const __m128i *)(v0 + 16 * c));
+            const __m128i b = v1 ? _mm_loadu_si128((const __m128i *)(v1 + 16 * c)) : _mm_setzero_si128();
+            _mm256_store_si256(vt + i / 2 * 8 + 2 * c, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)));
+            _mm256_store_si256(vt + i / 2 * 8 + 2 * c + 1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)));
+        }
+    }
+}
+
+void qt_avx2_pv_i8_sum(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                       const int32_t *idx, float *s, int64_t ld_s, const float *mx, const float *kw, double *acc,
+                       int64_t ld_acc, double *z)
+{
+    if (d % 64) {
+        qt_kv_ref()->pv_i8_sum(d, nq, n, v, ldv, vd, lds, idx, s, ld_s, mx, kw, acc, ld_acc, z);
+        return;
+    }
+    enum { CT = 64 }; /* ranks per V tile */
+    alignas(32) __m256i vt[CT / 2 * 8];
     int n_max = 0;
     for (int h = 0; h < nq; h++) {
-        sc[h] = pv16_weights(n[h], p + h * ld_p, vd, lds);
+        w16_weights(n[h], s + h * ld_s, vd, lds, idx, mx[h], kw[h], z + h);
         if (n[h] > n_max) n_max = n[h];
     }
-    const int16_t *w = (const int16_t *)p;
-    const int64_t ld_w = 2 * ld_p;
-    for (int r0 = 0; r0 < n_max; r0 += CT) {
-        const int nt = n_max - r0 < CT ? n_max - r0 : CT;
-        for (int i = 0; i < nt; i += 2) { /* a missing odd rank: zeros */
-            const int8_t *v0 = v + (int64_t)(r0 + i) * ldv, *v1 = v0 + ldv;
-            const int odd = i + 1 < nt;
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) {
-                const __m128i a = _mm_loadu_si128((const __m128i *)(v0 + 16 * c));
-                const __m128i b = odd ? _mm_loadu_si128((const __m128i *)(v1 + 16 * c)) : _mm_setzero_si128();
-                /* rank r0 + i in the low int16 of each pair, the next in the high */
-                _mm256_store_si256(vt + i / 2 * 8 + 2 * c, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b)));
-                _mm256_store_si256(vt + i / 2 * 8 + 2 * c + 1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b)));
-            }
+    const int16_t *w = (const int16_t *)s;
+    const int64_t ld_w = 2 * ld_s;
+    for (int e0 = 0; e0 < d; e0 += 64)
+        for (int r0 = 0; r0 < n_max; r0 += CT) {
+            const int nt = n_max - r0 < CT ? n_max - r0 : CT;
+            v_tile16(v, ldv, idx, r0, nt, e0, vt);
+            for (int h = 0; h < nq; h++)
+                if (n[h] > r0) pv16_tile(r0, n[h] < r0 + CT ? n[h] : r0 + CT, vt, w + h * ld_w, acc + h * ld_acc + e0);
         }
-        for (int h = 0; h < nq; h++) {
-            if (n[h] <= r0) continue;
-            const int re = n[h] < r0 + CT ? n[h] : r0 + CT;
-            pv16_tile(r0, re, re == n[h], vt, w + h * ld_w, fa + h * 64, sc[h], out[h]);
-        }
-    }
 }
 
 /* qt_kv_quantize_i8's bits: the max of |x| (max takes its second operand
@@ -526,13 +444,12 @@ static float quantize_i8(int n, const float *x, int8_t *q)
     return d;
 }
 
-const qt_kv_ops qt_kv_avx2 = {.name = "avx2", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16,
-                              .quantize_i8 = quantize_i8, .qk_i8_multi = qk_i8_multi, .pv_i8_multi = pv_i8_multi,
-                              .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_causal = qt_avx2_pv_i8_causal};
-const qt_kv_ops qt_kv_avx2_vnni = {.name = "avx2-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16,
-                                   .pv_i8 = pv_i8, .pv_f16 = pv_f16, .quantize_i8 = quantize_i8,
-                                   .qk_i8_multi = qk_i8_multi, .pv_i8_multi = pv_i8_multi,
-                                   .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_causal = qt_avx2_pv_i8_causal};
+const qt_kv_ops qt_kv_avx2 = {.name = "avx2", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_f16 = pv_f16,
+                              .quantize_i8 = quantize_i8, .max_f32 = qt_avx2_max_f32, .qk_i8_multi = qk_i8_multi,
+                              .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_sum = qt_avx2_pv_i8_sum};
+const qt_kv_ops qt_kv_avx2_vnni = {.name = "avx2-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16, .pv_f16 = pv_f16,
+                                   .quantize_i8 = quantize_i8, .max_f32 = qt_avx2_max_f32, .qk_i8_multi = qk_i8_multi,
+                                   .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_sum = qt_avx2_pv_i8_sum};
 
 #else
 typedef int qt_x86_avx2_kv_unused;

@@ -11,7 +11,6 @@
 #include "f32ops.h"
 #include "fp16.h"
 #include "kv_ops.h"
-#include "x86_avx512_exp.h"
 #include "x86_avx512_wide.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -150,10 +149,6 @@ static void qk_f16(int n, int d, const float *q, float scale, const uint16_t *k,
     }
 }
 
-INLINE __m512 v16_i8(__mmask16 m, const int8_t *p)
-{
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
-}
 INLINE __m512 v16_f16(__mmask16 m, const uint16_t *p)
 {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
@@ -199,19 +194,13 @@ INLINE __m512 v16_f16(__mmask16 m, const uint16_t *p)
         _mm512_mask_storeu_ps(out + e0, m, _mm512_add_ps(a0, a1));                          \
     }
 
-static void pv_i8(int n, int d, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                  const int32_t *idx, const float *p, float *out)
-{
-    PV_BODY(int8_t, v16_i8, p[r] * vd[c * lds])
-}
-
 static void pv_f16(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *idx,
                    const float *p, float *out)
 {
     PV_BODY(uint16_t, v16_f16, p[r])
 }
 
-/* ---- several queries over the same rows (d = 64) ----------------------
+/* ---- several queries over the same K rows (d = 64) --------------------
  *
  * q.k: 16 K rows are transposed once into row-per-lane form (vector j
  * holds bytes 4j..4j+3 of each row), offset to unsigned by +128; each
@@ -285,79 +274,11 @@ static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, 
     }
 }
 
-/* p.v: NQ queries share each V row's widening; their weights p[r] * vd[r]
- * are formed 16 at a time first, then each meets the row by an fma with
- * a broadcast operand.  Chains as pv_i8's: rank r in chain r % 2. */
-INLINE void pv_rows_nq(int n, const int8_t *v, int64_t ldv, const int32_t *idx, const float *w, int64_t ld_w,
-                       float *out, int64_t ld_o, const int nq)
-{
-    __m512 a0[3][4], a1[3][4];
-#pragma GCC unroll 3
-    for (int h = 0; h < nq; h++)
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) a0[h][i] = a1[h][i] = _mm512_setzero_ps();
-    int r = 0;
-    for (; r + 1 < n; r += 2) {
-        __m512 x0[4], x1[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-            x0[i] = v16_i8(0xffff, v + (int64_t)(idx ? idx[r] : r) * ldv + 16 * i);
-            x1[i] = v16_i8(0xffff, v + (int64_t)(idx ? idx[r + 1] : r + 1) * ldv + 16 * i);
-        }
-#pragma GCC unroll 3
-        for (int h = 0; h < nq; h++) {
-            const __m512 w0 = _mm512_set1_ps(w[h * ld_w + r]), w1 = _mm512_set1_ps(w[h * ld_w + r + 1]);
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                a0[h][i] = _mm512_fmadd_ps(w0, x0[i], a0[h][i]);
-                a1[h][i] = _mm512_fmadd_ps(w1, x1[i], a1[h][i]);
-            }
-        }
-    }
-    if (r < n) {
-#pragma GCC unroll 3
-        for (int h = 0; h < nq; h++) {
-            const __m512 w0 = _mm512_set1_ps(w[h * ld_w + r]);
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++)
-                a0[h][i] = _mm512_fmadd_ps(w0, v16_i8(0xffff, v + (int64_t)(idx ? idx[r] : r) * ldv + 16 * i), a0[h][i]);
-        }
-    }
-#pragma GCC unroll 3
-    for (int h = 0; h < nq; h++)
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) _mm512_storeu_ps(out + h * ld_o + 16 * i, _mm512_add_ps(a0[h][i], a1[h][i]));
-}
-
-static void pv_i8_multi(int n, int d, int nq, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                        const int32_t *idx, float *p, int64_t ld_p, float *out, int64_t ld_o)
-{
-    (void)d; /* 64 */
-    if (lds != 1) { /* the weights below read vd contiguously */
-        for (int h = 0; h < nq; h++) pv_i8(n, 64, v, ldv, vd, lds, idx, p + h * ld_p, out + h * ld_o);
-        return;
-    }
-    for (int h = 0; h < nq; h++) {
-        float *w = p + h * ld_p;
-        int r = 0;
-        if (!idx)
-            for (; r + 16 <= n; r += 16)
-                _mm512_storeu_ps(w + r, _mm512_mul_ps(_mm512_loadu_ps(w + r), _mm512_loadu_ps(vd + r)));
-        for (; r < n; r++) w[r] = w[r] * vd[idx ? idx[r] : r];
-    }
-    int h = 0;
-    for (; nq - h >= 3; h += 3) pv_rows_nq(n, v, ldv, idx, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 3);
-    if (nq - h == 2) pv_rows_nq(n, v, ldv, idx, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 2);
-    if (nq - h == 1) pv_rows_nq(n, v, ldv, idx, p + h * ld_p, ld_p, out + h * ld_o, ld_o, 1);
-}
-
 /* ---- a prompt's causal block (d = 64, rows 0..n[h]-1) ------------------
  *
- * The multi kernels' steps, but each K tile goes into row-per-lane form
- * and each V tile is widened to f32 once for every query of the block
- * (a run of tokens times a KV head's query heads) instead of once per
- * token: queries past whose rows a tile lies skip it.  A query's pv
- * chains go from one V tile to the next through work. */
+ * qk_i8_multi's steps, each K tile once for every query of the block (a
+ * run of tokens times a KV head's query heads) instead of once per token:
+ * queries past whose rows a tile lies skip it. */
 
 /* dot64_bcast in two chains (integer adds: exact in any order), so that a
  * query's 16 steps are not one dependent chain */
@@ -405,148 +326,6 @@ static void qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const flo
     }
 }
 
-#define QT_X86_DPWSSD_B "%{evex%} vpdpwssd %2%{1to16%}, %1, %0"
-
-/* Ranks r0..re-1 (re rounded up to a pair; the weight past a query's last
- * rank is 0) of one V tile (vt: per pair of ranks 4 vectors, lane e of
- * vector i holding the pair's elements 16i + e as int16s) for nqq
- * queries with the same ranks; weights W (int16, ld_w apart), the f32
- * sums carried in fa (64 per query), results times sc at o[h] when the
- * tile is the queries' last.  A query alone gets two sets of chains,
- * pairs alternating: integer sums, so exact in any order. */
-INLINE void pv16_tile(int r0, int re, int last, const __m512i *vt, const int16_t *w, int64_t ld_w, float *fa,
-                      const float *sc, float *const *o, const int nqq)
-{
-    __m512i a[4][2][4];
-#pragma GCC unroll 4
-    for (int h = 0; h < nqq; h++)
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) a[h][0][i] = a[h][1][i] = _mm512_setzero_si512();
-    int r = r0;
-    if (nqq == 1) { /* one query's chains alone would wait on each other */
-        for (; r + 2 < re; r += 4) {
-            const __m512i *x0 = vt + (r - r0) / 2 * 4, *x1 = x0 + 4;
-            const int32_t *wp = (const int32_t *)(w + r);
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                __asm__(QT_X86_DPWSSD_B : "+v"(a[0][0][i]) : "v"(_mm512_load_si512(x0 + i)), "m"(wp[0]));
-                __asm__(QT_X86_DPWSSD_B : "+v"(a[0][1][i]) : "v"(_mm512_load_si512(x1 + i)), "m"(wp[1]));
-            }
-        }
-    }
-    for (; r < re; r += 2) {
-        const __m512i *x0 = vt + (r - r0) / 2 * 4;
-        __m512i v0[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) v0[i] = _mm512_load_si512(x0 + i);
-#pragma GCC unroll 4
-        for (int h = 0; h < nqq; h++) {
-            const int32_t *wp = (const int32_t *)(w + h * ld_w + r);
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) __asm__(QT_X86_DPWSSD_B : "+v"(a[h][0][i]) : "v"(v0[i]), "m"(wp[0]));
-        }
-    }
-#pragma GCC unroll 4
-    for (int h = 0; h < nqq; h++)
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-            const __m512 t = _mm512_cvtepi32_ps(nqq == 1 ? _mm512_add_epi32(a[h][0][i], a[h][1][i]) : a[h][0][i]);
-            const __m512 acc = r0 ? _mm512_add_ps(_mm512_loadu_ps(fa + h * 64 + 16 * i), t) : t;
-            if (last)
-                _mm512_storeu_ps(o[h] + 16 * i, _mm512_mul_ps(acc, _mm512_set1_ps(sc[h])));
-            else
-                _mm512_storeu_ps(fa + h * 64 + 16 * i, acc);
-        }
-}
-
-/* One query's softmax weights times its V scales, to int16 in place
- * (W[r] at the r-th int16 of s, written behind the floats still to be
- * read), W[n] = 0 for a whole last pair; returns (m / 32767) / sum. */
-static float pv16_weights(int n, float *s, const float *vd, int64_t lds)
-{
-    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
-    __m512 vmax = ninf;
-    for (int r = 0; r < n; r += 16) vmax = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, mask16(n - r), s + r), vmax);
-    const __m512 vmx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-    __m512 mw = _mm512_setzero_ps(), lane = _mm512_setzero_ps();
-    for (int r = 0; r < n; r += 16) {
-        const __mmask16 m = mask16(n - r);
-        const __m512 e = _mm512_maskz_mov_ps(m, qt_expv16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + r), vmx)));
-        lane = _mm512_add_ps(lane, e);
-        __m512 x;
-        if (lds == 1) {
-            x = _mm512_mul_ps(e, _mm512_maskz_loadu_ps(m, vd + r));
-        } else {
-            float t[16] = {0};
-            for (int i = 0; i < 16 && r + i < n; i++) t[i] = vd[(int64_t)(r + i) * lds];
-            x = _mm512_mul_ps(e, _mm512_loadu_ps(t));
-        }
-        _mm512_mask_storeu_ps(s + r, m, x);
-        mw = _mm512_max_ps(x, mw); /* a NaN weight is passed over, as fmaxf does */
-    }
-    const float sum = reduce16(lane), m = _mm512_reduce_max_ps(mw);
-    const __m512 vid = _mm512_set1_ps(m > 0.0f ? 32767.0f / m : 0.0f);
-    const __m512i lo = _mm512_setzero_si512(), hi = _mm512_set1_epi32(32767);
-    int16_t *w = (int16_t *)s;
-    for (int r = 0; r < n; r += 16) {
-        const __mmask16 k = mask16(n - r);
-        const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + r), vid));
-        _mm256_mask_storeu_epi16(w + r, k, _mm512_cvtepi32_epi16(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi)));
-    }
-    w[n] = 0;
-    return (m / 32767.0f) / sum;
-}
-
-static void pv_i8_causal(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                         float *p, int64_t ld_p, float *const out[], float *work)
-{
-    (void)d; /* 64 */
-    enum { CT = QT_KV_CAUSAL_TILE };
-    __m512i *vt = (__m512i *)work;
-    float *fa = work + CT * 32, *sc = fa + (size_t)nq * 64;
-    int n_max = 0;
-    for (int h = 0; h < nq; h++) {
-        sc[h] = pv16_weights(n[h], p + h * ld_p, vd, lds);
-        if (n[h] > n_max) n_max = n[h];
-    }
-    const int16_t *w = (const int16_t *)p;
-    const int64_t ld_w = 2 * ld_p;
-    const __m512i lo16 = _mm512_set1_epi32(0xffff);
-    for (int r0 = 0; r0 < n_max; r0 += CT) {
-        const int nt = n_max - r0 < CT ? n_max - r0 : CT;
-        for (int i = 0; i < nt; i += 2) { /* a missing odd rank: zeros */
-            const int8_t *v0 = v + (int64_t)(r0 + i) * ldv, *v1 = v0 + ldv;
-            const __mmask16 m1 = i + 1 < nt ? 0xffff : 0;
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                const __m512i x0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(v0 + 16 * j)));
-                const __m512i x1 = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m1, v1 + 16 * j));
-                /* rank r0 + i in the low half, the next in the high one */
-                _mm512_store_si512(vt + i / 2 * 4 + j, _mm512_or_si512(_mm512_and_si512(x0, lo16), _mm512_slli_epi32(x1, 16)));
-            }
-        }
-        for (int h = 0; h < nq;) {
-            if (n[h] <= r0) {
-                h++;
-                continue;
-            }
-            const int re = n[h] < r0 + CT ? n[h] : r0 + CT, last = re == n[h];
-            int run = 1; /* queries with these ranks, up to 4 */
-            while (run < 4 && h + run < nq && n[h + run] == n[h]) run++;
-            if (run == 4) {
-                pv16_tile(r0, re, last, vt, w + h * ld_w, ld_w, fa + h * 64, sc + h, out + h, 4);
-                h += 4;
-            } else if (run >= 2) {
-                pv16_tile(r0, re, last, vt, w + h * ld_w, ld_w, fa + h * 64, sc + h, out + h, 2);
-                h += 2;
-            } else {
-                pv16_tile(r0, re, last, vt, w + h * ld_w, ld_w, fa + h * 64, sc + h, out + h, 1);
-                h++;
-            }
-        }
-    }
-}
-
 /* ---- int8 quantizer (kv_ref.c's, the same bits) -----------------------
  * max(|x|) ignoring NaNs as fmaxf does (vmaxps returns its second operand,
  * the running maximum, when the first is NaN; the maximum of the rest
@@ -572,15 +351,15 @@ static float quantize_i8(int n, const float *x, int8_t *q)
     return d;
 }
 
-/* without VNNI, the prompt blocks take the AVX2 kernels: every x86 set
- * then attends a prompt alike */
-const qt_kv_ops qt_kv_avx512 = {.name = "avx512", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_i8 = pv_i8, .pv_f16 = pv_f16,
-                                .pv_i8_multi = pv_i8_multi, .quantize_i8 = quantize_i8,
-                                .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_causal = qt_avx2_pv_i8_causal};
-const qt_kv_ops qt_kv_avx512_vnni = {.name = "avx512-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16,
-                                     .pv_i8 = pv_i8, .pv_f16 = pv_f16, .qk_i8_multi = qk_i8_multi,
-                                     .pv_i8_multi = pv_i8_multi, .quantize_i8 = quantize_i8,
-                                     .qk_i8_causal = qk_i8_causal, .pv_i8_causal = pv_i8_causal};
+/* p.v is AVX2's (x86_avx2_kv.c) in both sets, and without VNNI so is the
+ * prompt's q.k: every x86 set then attends alike. */
+const qt_kv_ops qt_kv_avx512 = {.name = "avx512", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_f16 = pv_f16,
+                                .quantize_i8 = quantize_i8, .max_f32 = qt_avx2_max_f32,
+                                .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_sum = qt_avx2_pv_i8_sum};
+const qt_kv_ops qt_kv_avx512_vnni = {.name = "avx512-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16, .pv_f16 = pv_f16,
+                                     .qk_i8_multi = qk_i8_multi, .quantize_i8 = quantize_i8,
+                                     .max_f32 = qt_avx2_max_f32, .qk_i8_causal = qk_i8_causal,
+                                     .pv_i8_sum = qt_avx2_pv_i8_sum};
 
 #else
 typedef int qt_x86_avx512_kv_unused;

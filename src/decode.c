@@ -41,6 +41,14 @@ struct qlm_ctx {
     int *n_rows;    /* [T] positions 0..n-1 a prompt token sees, when its sequence holds all of them; else 0 */
     int *blocks;    /* [T + 1] starts of the runs of such tokens that attend together */
     float *aw;      /* [n_threads][aw_len] gl_attn_prompt's work */
+    /* Flash-Decoding (attend_split), int8 K and V only: one token's
+     * scores, and its parts' (up to n_threads per KV head) largest scores
+     * and V scales and their sums */
+    float *sp_s;    /* [n_head][window] */
+    float *sp_mx;   /* [n_head_kv][n_threads][group] */
+    float *sp_vmax; /* [n_head_kv][n_threads] */
+    double *sp_acc; /* [n_head_kv][n_threads][group][head_dim] */
+    double *sp_z;   /* [n_head_kv][n_threads][group] */
     uint8_t *gath;  /* [n_threads][gath_len] a block's K and V rows and scales gathered in position order */
     size_t gath_len;
     size_t aw_len;
@@ -134,9 +142,17 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->aw = alloc64(NT * c->aw_len * sizeof(float));
     c->gath_len = ((size_t)n_ctx * (hp->head_dim + sizeof(float)) * 2 + 63) / 64 * 64;
     c->gath = alloc64(NT * c->gath_len);
+    const bool split = c->kv.type_k == QLM_KV_I8 && c->kv.type_v == QLM_KV_I8;
+    const size_t H = (size_t)hp->n_head, HKV = (size_t)hp->n_head_kv, D = (size_t)hp->head_dim;
+    c->sp_s = split ? alloc64(H * win * sizeof(float)) : NULL;
+    c->sp_mx = split ? malloc(H * NT * sizeof(float)) : NULL;
+    c->sp_vmax = split ? malloc(HKV * NT * sizeof(float)) : NULL;
+    c->sp_acc = split ? alloc64(H * NT * D * sizeof(double)) : NULL;
+    c->sp_z = split ? malloc(H * NT * sizeof(double)) : NULL;
     if (!c->tiled || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->g || !c->u || !c->scores ||
         !c->vis || !c->vis_tok || !c->q8 || !c->krow || !c->vrows || !c->mm || !c->cells || !c->out_row ||
-        !c->n_rows || !c->blocks || !c->aw || !c->gath) {
+        !c->n_rows || !c->blocks || !c->aw || !c->gath ||
+        (split && (!c->sp_s || !c->sp_mx || !c->sp_vmax || !c->sp_acc || !c->sp_z))) {
         qlm_ctx_free(c);
         return qlm_fail(err, QLM_ERUNTIME, "out of memory allocating scratch for a %d-token batch",
                         c->n_batch);
@@ -152,6 +168,7 @@ void qlm_ctx_free(qlm_ctx *c)
     free(c->x); free(c->xn); free(c->q); free(c->k); free(c->v); free(c->att);
     free(c->g); free(c->u); free(c->scores); free(c->mm); free(c->cells); free(c->out_row); free(c->tiled); free(c->logits);
     free(c->n_rows); free(c->blocks); free(c->aw); free(c->gath);
+    free(c->sp_s); free(c->sp_mx); free(c->sp_vmax); free(c->sp_acc); free(c->sp_z);
     free(c->vis); free(c->vis_tok); free(c->q8); free(c->krow); free(c->vrows);
     free(c);
 }
@@ -212,6 +229,20 @@ const float *qlm_logits(const qlm_ctx *c, int i)
     return c->logits + (size_t)i * c->m->hp.n_vocab;
 }
 
+/* The barrier of a parallel region of the context's threads (the fused
+ * layers, attention): its own (gl_barrier: spins a short while before it
+ * sleeps) where the team has the size it was made for.  pf:
+ * the weight rows this thread reads first in the next matmul, which it
+ * asks for while it waits (gl_barrier_wait_pf). */
+static void sync_team(qlm_ctx *c, bool own, gl_prefetch pf)
+{
+    if (own) {
+        gl_barrier_wait_pf(&c->bar, pf);
+        return;
+    }
+    #pragma omp barrier
+}
+
 /* Causal attention of each batch token over the cells its sequence sees,
  * grouped-query: query head h reads KV head h / (n_head / n_head_kv).
  *
@@ -246,6 +277,45 @@ static int pos_cmp(const void *a, const void *b, void *pos)
     return (pa > pb) - (pa < pb);
 }
 
+/* Token t's visible cells in rank order, in thread th's slot (c->vis),
+ * kept for the token's next heads; returns their number, and whether
+ * they are cells 0..n-1 in order (*contiguous: attention then reads the
+ * cache without the list). */
+static int visible(qlm_ctx *c, int t, int th, const int32_t *pos, const int32_t *seq, bool *contiguous)
+{
+    const qlm_kv *kv = &c->kv;
+    int32_t *vis = c->vis + (size_t)th * kv->n_ctx;
+    if (c->vis_tok[3 * th] != t) {
+        int n = 0;
+        for (int j = 0; j < kv->n_top; j++)
+            if (qlm_kv_visible(kv, j, seq[t], pos[t])) vis[n++] = j;
+        c->vis_tok[3 * th] = t;
+        c->vis_tok[3 * th + 1] = n;
+        c->vis_tok[3 * th + 2] = n == 0 || vis[n - 1] == n - 1;
+        /* Ranks follow positions, as they do alone: a sequence
+         * whose later positions took lower free cells (freed by
+         * other sequences, or by rejected drafts) would otherwise
+         * be summed in another order. */
+        if (!in_pos_order(vis, n, kv->pos)) {
+            qsort_r(vis, (size_t)n, sizeof *vis, pos_cmp, kv->pos);
+            c->vis_tok[3 * th + 2] = 0;
+        }
+    }
+    *contiguous = c->vis_tok[3 * th + 2];
+    return c->vis_tok[3 * th + 1];
+}
+
+/* KV head kvh's K and V columns of layer l. */
+static void kv_views(const qlm_ctx *c, int layer, int kvh, gl_kv_view *kview, gl_kv_view *vview)
+{
+    const qlm_kv *kv = &c->kv;
+    const int D = c->m->hp.head_dim;
+    *kview = (gl_kv_view){.type = elem_of(kv->type_k), .ld = D, .lds = 1, .data = qlm_kv_k_at(kv, layer, kvh, 0),
+                          .scale = kv->k_scale ? qlm_kv_k_scale(kv, layer, kvh, 0) : NULL};
+    *vview = (gl_kv_view){.type = elem_of(kv->type_v), .ld = D, .lds = 1, .data = qlm_kv_v_at(kv, layer, kvh, 0),
+                          .scale = kv->v_scale ? qlm_kv_v_scale(kv, layer, kvh, 0) : NULL};
+}
+
 /* Query head h of batch token t; runs on thread th, whose scratch slots it
  * uses (its cached visible-cell list included).  by_group: the first head
  * of each KV head's group may do the whole group (gl_attn_group, same
@@ -265,44 +335,86 @@ static void attend(qlm_ctx *c, int layer, int t, int h, int th, const int32_t *p
      * further back are masked (exact zeros), not dropped, so the float
      * order stays llama.cpp's */
     const int window = c->m->layers[layer].swa ? hp->n_swa : 0;
-    int32_t *vis = c->vis + (size_t)th * n_ctx;
-    /* consecutive heads of a token share its list */
-    int n = c->vis_tok[3 * th + 1];
-    if (c->vis_tok[3 * th] != t) {
-        n = 0;
-        for (int j = 0; j < kv->n_top; j++)
-            if (qlm_kv_visible(kv, j, seq[t], pos[t])) vis[n++] = j;
-        c->vis_tok[3 * th] = t;
-        c->vis_tok[3 * th + 1] = n;
-        c->vis_tok[3 * th + 2] = n == 0 || vis[n - 1] == n - 1;
-        /* Ranks follow positions, as they do alone: a sequence
-         * whose later positions took lower free cells (freed by
-         * other sequences, or by rejected drafts) would otherwise
-         * be summed in another order. */
-        if (!in_pos_order(vis, n, kv->pos)) {
-            qsort_r(vis, (size_t)n, sizeof *vis, pos_cmp, kv->pos);
-            c->vis_tok[3 * th + 2] = 0;
-        }
-    }
-    const int kvh = h / group;
-    const gl_kv_view kview = {
-        .type = elem_of(kv->type_k), .ld = D, .lds = 1, .data = qlm_kv_k_at(kv, layer, kvh, 0),
-        .scale = kv->k_scale ? qlm_kv_k_scale(kv, layer, kvh, 0) : NULL};
-    const gl_kv_view vview = {
-        .type = elem_of(kv->type_v), .ld = D, .lds = 1, .data = qlm_kv_v_at(kv, layer, kvh, 0),
-        .scale = kv->v_scale ? qlm_kv_v_scale(kv, layer, kvh, 0) : NULL};
+    bool contiguous;
+    const int n = visible(c, t, th, pos, seq, &contiguous);
+    const int32_t *vis = contiguous ? NULL : c->vis + (size_t)th * n_ctx;
+    gl_kv_view kview, vview;
+    kv_views(c, layer, h / group, &kview, &vview);
     gl_attn_scratch sc = {.s = c->scores + (size_t)th * group * win, .n_win = group, .q8 = c->q8 + (size_t)th * D,
                           .vrows = c->vrows + (kv->type_v == QLM_KV_F32 ? (size_t)th * n_ctx * D : 0)};
-    const bool contiguous = c->vis_tok[3 * th + 2];
     if (by_group && !window && group > 1 && gl_attn_group_applies(D, &kview, &vview)) {
         if (h % group == 0)
-            gl_attn_group(D, group, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n,
-                          contiguous ? NULL : vis, n_ctx, &sc, c->att + (size_t)t * QD + (size_t)h * D);
+            gl_attn_group(D, group, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n, vis, n_ctx, &sc,
+                          c->att + (size_t)t * QD + (size_t)h * D);
         return;
     }
     const gl_attn_mask mask = {.row_pos = window ? kv->pos : NULL, .min_pos = pos[t] - window + 1};
-    gl_attn_head(D, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n, contiguous ? NULL : vis,
-                 &mask, n_ctx, c->tiled[t], &sc, c->att + (size_t)t * QD + (size_t)h * D);
+    gl_attn_head(D, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n, vis, &mask, n_ctx, c->tiled[t],
+                 &sc, c->att + (size_t)t * QD + (size_t)h * D);
+}
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+/* Flash-Decoding (gl_attn_split_*): one token's attention over a long
+ * context with its rows shared among the threads, where its KV heads
+ * alone would leave some idle (SmolLM2's 3 KV heads or Gemma 3's 1 on 2
+ * threads; 4 KV heads on 8).  Each KV head's rows go in P parts, P * KV
+ * heads a multiple of the threads, at least SPLIT_ROWS rows each; every
+ * thread of the team calls this and meets the others at two barriers.
+ * kv_ops.h's int8 contract sums exactly, so the bits are gl_attn_group's
+ * whatever P is: a token decodes alike at any thread count, and as it
+ * does inside a verified draft.  Returns false (nothing done) where it
+ * does not apply. */
+enum { SPLIT_ROWS = 256 };
+static bool attend_split(qlm_ctx *c, int layer, int t, int th, bool own, const int32_t *pos, const int32_t *seq)
+{
+    const qlm_hparams *hp = &c->m->hp;
+    const int D = hp->head_dim, H = hp->n_head, HKV = hp->n_head_kv, group = H / HKV, QD = H * D;
+    const int P = c->n_threads / gcd(HKV, c->n_threads);
+    gl_kv_view kview, vview;
+    kv_views(c, layer, 0, &kview, &vview);
+    if (P < 2 || !c->sp_s || c->m->layers[layer].swa || !gl_attn_split_applies(D, group, &kview, &vview)) return false;
+    bool contiguous;
+    const int n = visible(c, t, th, pos, seq, &contiguous);
+    if (n < P * SPLIT_ROWS) return false;
+    const int32_t *vis = contiguous ? NULL : c->vis + (size_t)th * c->kv.n_ctx;
+    const int64_t ld_s = (int64_t)(c->kv.n_ctx + 255) / 256 * 256;
+    const float scale = c->m->arch->scale_q ? 1.0f : hp->attn_scale;
+    /* part p of a KV head: ranks r0..r1-1, cut on whole V tiles */
+#define PART_ROWS(p) ((p) == P ? n : (int)((int64_t)n * (p) / P) / 64 * 64)
+    #pragma omp for schedule(static) nowait
+    for (int u = 0; u < HKV * P; u++) {
+        const int kvh = u / P, p = u % P;
+        kv_views(c, layer, kvh, &kview, &vview);
+        gl_attn_split_scores(D, group, c->q + (size_t)t * QD + (size_t)kvh * group * D, scale, &kview, &vview,
+                             PART_ROWS(p), PART_ROWS(p + 1), vis, c->sp_s + (size_t)kvh * group * ld_s, ld_s,
+                             c->sp_mx + (size_t)u * group, c->sp_vmax + u);
+    }
+    sync_team(c, own, (gl_prefetch){0});
+    /* the same static split: a thread sums the parts it scored */
+    #pragma omp for schedule(static) nowait
+    for (int u = 0; u < HKV * P; u++) {
+        const int kvh = u / P, p = u % P;
+        float mx[GL_ATTN_SPLIT_MAXQ], vmax = 0.0f;
+        for (int h = 0; h < group; h++) mx[h] = -INFINITY;
+        for (int i = kvh * P; i < kvh * P + P; i++) {
+            for (int h = 0; h < group; h++) mx[h] = c->sp_mx[(size_t)i * group + h] > mx[h] ? c->sp_mx[(size_t)i * group + h] : mx[h];
+            vmax = c->sp_vmax[i] > vmax ? c->sp_vmax[i] : vmax;
+        }
+        kv_views(c, layer, kvh, &kview, &vview);
+        gl_attn_split_sums(D, group, &vview, PART_ROWS(p), PART_ROWS(p + 1), vis, c->sp_s + (size_t)kvh * group * ld_s,
+                           ld_s, mx, vmax, c->sp_acc + (size_t)u * group * D, c->sp_z + (size_t)u * group);
+    }
+#undef PART_ROWS
+    sync_team(c, own, (gl_prefetch){0});
+    #pragma omp for schedule(static) nowait
+    for (int kvh = 0; kvh < HKV; kvh++) {
+        float vmax = 0.0f;
+        for (int i = kvh * P; i < kvh * P + P; i++) vmax = c->sp_vmax[i] > vmax ? c->sp_vmax[i] : vmax;
+        gl_attn_split_out(D, group, P, c->sp_acc + (size_t)kvh * P * group * D, (int64_t)group * D,
+                          c->sp_z + (size_t)kvh * P * group, vmax, c->att + (size_t)t * QD + (size_t)kvh * group * D);
+    }
+    return true;
 }
 
 /* Which tokens take gl_attn_prompt (c->n_rows) and in which runs
@@ -403,7 +515,8 @@ static void block_rows(qlm_ctx *c, int layer, int kvh, int th, int sq, const int
  * unfused layers attend this way, so a prompt token's bits do not depend
  * on which of them ran it.  Dynamic: a prompt's later tokens see more
  * rows, and a static split gave the last thread most of the work. */
-static void attend_tokens(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq, int n_blocks, int th)
+static void attend_tokens(qlm_ctx *c, int layer, int T, const int32_t *pos, const int32_t *seq, int n_blocks, int th,
+                          bool own)
 {
     const qlm_hparams *hp = &c->m->hp;
     const int H = hp->n_head, HKV = hp->n_head_kv, D = hp->head_dim, group = H / HKV, QD = H * D;
@@ -417,6 +530,8 @@ static void attend_tokens(qlm_ctx *c, int layer, int T, const int32_t *pos, cons
         gl_attn_prompt(D, c->blocks[b + 1] - t0, group, c->q + at, QD, scale, &kview, &vview, c->n_rows + t0,
                        c->aw + (size_t)th * c->aw_len, c->att + at, QD);
     }
+    /* one decoding step's token at long context: its rows shared out */
+    if (T == 1 && attend_split(c, layer, 0, th, own, pos, seq)) return;
     /* the rest head by head (a whole prompt in blocks: nothing), a KV
      * head's query heads together (gl_attn_group, the same bits) where it
      * applies, one-token decoding included: each K and V row read and
@@ -435,7 +550,7 @@ static void attention(qlm_ctx *c, int layer, int T, const int32_t *pos, const in
     /* num_threads: the scratch has n_threads slots, whatever another
      * context set as the process default */
     #pragma omp parallel num_threads(c->n_threads)
-    attend_tokens(c, layer, T, pos, seq, n_blocks, omp_get_thread_num());
+    attend_tokens(c, layer, T, pos, seq, n_blocks, omp_get_thread_num(), omp_get_num_threads() == c->n_threads);
 }
 
 /* Whether every matmul of every layer computes with its vec_dot for this
@@ -488,19 +603,6 @@ static void gate(const qlm_arch *a, float *g, const float *u, int64_t n)
         gl_geglu(g, u, n);
     else
         gl_swiglu(g, u, n);
-}
-
-/* The fused region's barrier: its own (gl_barrier: spins a short while
- * before it sleeps) where the team has the size it was made for.  pf:
- * the weight rows this thread reads first in the next matmul, which it
- * asks for while it waits (gl_barrier_wait_pf). */
-static void sync_team(qlm_ctx *c, bool own, gl_prefetch pf)
-{
-    if (own) {
-        gl_barrier_wait_pf(&c->bar, pf);
-        return;
-    }
-    #pragma omp barrier
 }
 
 /* What a thread of the fused region reads first in layer l's matmuls;
@@ -634,7 +736,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 sync_team(c, own, pf.o);
                 /* as the unfused pass attends: prompt blocks, then the
                  * rest by KV head as threads come */
-                attend_tokens(c, l, T, pos, seq, L->swa ? 0 : n_blocks, th);
+                attend_tokens(c, l, T, pos, seq, L->swa ? 0 : n_blocks, th, own);
                 sync_team(c, own, pf.o);
                 #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++)

@@ -2,8 +2,10 @@
  * identical bits for int8 K/V over many row counts and group sizes, with
  * the scores in the caller's scratch and in its own allocation, and the
  * head-by-head fallback for what it does not take (f32 K/V, odd widths);
- * gl_attn_prompt's causal blocks against it too (within p.v's rounding). */
+ * gl_attn_prompt's causal blocks and Flash-Decoding's parts
+ * (gl_attn_split_*) against it too, bit for bit. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,14 +75,14 @@ static void check(const char *name, gl_kv_elem type, int d)
 /* gl_attn_prompt: a block of tokens seeing 1, 2, ... rows (or a run that
  * starts deep in the cache) against gl_attn_head token by token, head by
  * head, with the tokens' rows laid out as decode.c lays them: the same
- * scores, softmax and p.v within the integer steps' rounding. */
+ * bits (kv_ops.h's int8 contract depends on a query's rows alone). */
 static void check_prompt(void)
 {
     enum { NQ = 8, NT = 20, NKV = 2, DD = 64 };
     static int8_t k8[MAXN * DD], v8[MAXN * DD], q8[DD];
     static float ks[MAXN], vs[MAXN], q[NT * NKV * NQ * DD], got[NT * NKV * NQ * DD], want[NQ * DD],
         s[MAXN + 16];
-    static float work[NT * NQ * (MAXN + 16) + 32 * 64 + NT * NQ * 192] __attribute__((aligned(64)));
+    static float work[(NT * NQ + 1) * (MAXN + 16) + NT * NQ * 130] __attribute__((aligned(64)));
     uint64_t seed = 9;
     TEST_BEGIN("attn_prompt/int8_d64");
     const gl_kv_view kv = {.type = GL_KV_I8, .data = k8, .ld = DD, .scale = ks, .lds = 1};
@@ -93,11 +95,9 @@ static void check_prompt(void)
         k8[i] = (int8_t)(rnd(&seed) % 255 - 127);
         v8[i] = (int8_t)(rnd(&seed) % 255 - 127);
     }
-    float vmax = 0.0f;
     for (int r = 0; r < MAXN; r++) {
         ks[r] = (frand(&seed) + 1.5f) * 0.01f;
         vs[r] = (frand(&seed) + 1.5f) * 0.01f;
-        vmax = fmaxf(vmax, vs[r]);
     }
     for (int i = 0; i < NT * NKV * NQ * DD; i++) q[i] = frand(&seed) * 3.0f;
     const int starts[] = {1, 15, 31, 200, MAXN - NT + 1};
@@ -116,12 +116,8 @@ static void check_prompt(void)
                 for (int h = 0; h < nq; h++)
                     gl_attn_head(DD, q + (size_t)t * QD + (nq + h) * DD, 0.125f, &kv, &vv, n[t], NULL, NULL, MAXN, 0, &sc,
                                  want + h * DD);
-                /* p.v's integer steps: weights to about 15 bits of the
-                 * largest (p <= 1), each V byte at most 128 times its
-                 * scale; the softmax's sum in another order */
                 for (int i = 0; i < nq * DD; i++)
-                    CHECK(fabsf(got[t * QD + nq * DD + i] - want[i]) <=
-                              (float)n[t] * vmax * 128.0f / 32767.0f + 1e-5f * fabsf(want[i]),
+                    CHECK(!memcmp(&got[t * QD + nq * DD + i], &want[i], sizeof want[i]),
                           "start %d nq %d t=%d h=%d e=%d: %.9g vs %.9g", starts[si], nq, t, i / DD, i % DD,
                           got[t * QD + nq * DD + i], want[i]);
                 for (int i = 0; i < nq * DD; i++)
@@ -131,9 +127,90 @@ static void check_prompt(void)
     TEST_END();
 }
 
+/* Flash-Decoding: the rows cut into 1 to 5 parts at random places (a
+ * part's steps run in a shuffled order, as threads would), each part's
+ * scores and sums kept apart, against gl_attn_group's bits. */
+static void check_split(const char *name, int d)
+{
+    enum { SN = 700, SQ = 8, SD = 128, MAXP = 5 };
+    static int8_t k8[SN * SD], v8[SN * SD], q8[SD];
+    static float ks[SN], vs[SN], q[SQ * SD], got[SQ * SD], want[SQ * SD], s[SQ * (SN + 16)], sg[SQ * (SN + 16)];
+    static double acc[MAXP * SQ * SD], z[MAXP * SQ];
+    uint64_t seed = 17;
+    TEST_BEGIN(name);
+    const int ns[] = {1, 2, 9, 64, 65, 300, SN};
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+        for (int nq = 1; nq <= SQ; nq += 3)
+            for (int np = 1; np <= MAXP; np++)
+                for (int use_idx = 0; use_idx < 2; use_idx++) {
+                    const int n = ns[ni], ld_s = SN + 16;
+                    if (np > n) continue;
+                    int32_t idx[SN];
+                    for (int r = 0; r < n; r++) idx[r] = r % 2 ? n - 1 - r / 2 : r / 2;
+                    const int32_t *ix = use_idx ? idx : NULL;
+                    for (int i = 0; i < n * d; i++) {
+                        k8[i] = (int8_t)(rnd(&seed) % 255 - 127);
+                        v8[i] = (int8_t)(rnd(&seed) % 255 - 127);
+                    }
+                    for (int r = 0; r < n; r++) {
+                        ks[r] = (frand(&seed) + 1.5f) * 0.01f;
+                        vs[r] = (frand(&seed) + 1.5f) * 0.01f;
+                    }
+                    for (int i = 0; i < nq * d; i++) q[i] = frand(&seed) * 3.0f;
+                    const gl_kv_view kv = {.type = GL_KV_I8, .data = k8, .ld = d, .scale = ks, .lds = 1};
+                    const gl_kv_view vv = {.type = GL_KV_I8, .data = v8, .ld = d, .scale = vs, .lds = 1};
+                    gl_attn_scratch sc = {.s = sg, .q8 = q8, .n_win = SQ};
+                    gl_attn_group(d, nq, q, 0.125f, &kv, &vv, n, ix, SN, &sc, want);
+                    /* cuts: np - 1 distinct places in 1..n-1 */
+                    int cut[MAXP + 1] = {0};
+                    cut[np] = n;
+                    for (int p = 1; p < np; p++) {
+                        int c;
+                        bool dup;
+                        do {
+                            c = 1 + (int)(rnd(&seed) % (uint64_t)(n - 1));
+                            dup = false;
+                            for (int i = 1; i < p; i++) dup |= cut[i] == c;
+                        } while (dup);
+                        cut[p] = c;
+                    }
+                    for (int i = 1; i < np; i++) /* sorted */
+                        for (int j = i + 1; j < np; j++)
+                            if (cut[j] < cut[i]) {
+                                const int t = cut[i];
+                                cut[i] = cut[j];
+                                cut[j] = t;
+                            }
+                    float mxp[MAXP][SQ], vmp[MAXP], mx[SQ], vmax = 0.0f;
+                    const int first = (int)(rnd(&seed) % (uint64_t)np);
+                    for (int i = 0; i < np; i++) {
+                        const int p = (first + i) % np;
+                        gl_attn_split_scores(d, nq, q, 0.125f, &kv, &vv, cut[p], cut[p + 1], ix, s, ld_s, mxp[p], &vmp[p]);
+                    }
+                    for (int h = 0; h < nq; h++) {
+                        mx[h] = -INFINITY;
+                        for (int p = 0; p < np; p++) mx[h] = fmaxf(mx[h], mxp[p][h]);
+                    }
+                    for (int p = 0; p < np; p++) vmax = fmaxf(vmax, vmp[p]);
+                    for (int i = 0; i < np; i++) {
+                        const int p = (first + np - i) % np;
+                        gl_attn_split_sums(d, nq, &vv, cut[p], cut[p + 1], ix, s, ld_s, mx, vmax, acc + (size_t)p * SQ * SD,
+                                           z + p * nq);
+                    }
+                    gl_attn_split_out(d, nq, np, acc, SQ * SD, z, vmax, got);
+                    for (int i = 0; i < nq * d; i++)
+                        CHECK(!memcmp(&got[i], &want[i], sizeof got[i]), "n=%d nq=%d parts=%d idx %d h=%d e=%d: %.9g vs %.9g",
+                              n, nq, np, use_idx, i / d, i % d, got[i], want[i]);
+                }
+    TEST_END();
+}
+
 int main(void)
 {
     check_prompt();
+    check_split("attn_split/int8_d64", 64);
+    check_split("attn_split/int8_d128", 128);
+    check_split("attn_split/int8_d80", 80);
     check("attn_group/int8_d64", GL_KV_I8, 64);
     check("attn_group/int8_d80_fallback", GL_KV_I8, 80);
     check("attn_group/f32_fallback", GL_KV_F32, 64);

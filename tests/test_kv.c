@@ -102,9 +102,18 @@ static void check_set(const qt_kv_ops *ops)
     for (size_t t = 0; t < sizeof ds / sizeof ds[0]; t++)
         for (int n = 1; n <= NR; n += 149) {
             const int d = ds[t];
-            ops->pv_i8(n, d, k8, LD, kd, 3, idx, p, o1);
-            ref->pv_i8(n, d, k8, LD, kd, 3, idx, p, o2);
-            for (int e = 0; e < d; e++) CHECK(same_bits(o1[e], o2[e]), "i8 d=%d n=%d e=%d: %.9g vs %.9g", d, n, e, o1[e], o2[e]);
+            /* int8: the contract's sums from scores (p as scores) */
+            static double a1[LD], a2[LD];
+            double z1 = 0.0, z2 = 0.0;
+            const float mx = 0.75f, kw = 32767.0f / 0.9f;
+            memset(a1, 0, sizeof a1);
+            memset(a2, 0, sizeof a2);
+            memcpy(s1, p, sizeof(float) * (size_t)n);
+            memcpy(s2, p, sizeof(float) * (size_t)n);
+            ops->pv_i8_sum(d, 1, &n, k8, LD, kd, 3, idx, s1, 0, &mx, &kw, a1, d, &z1);
+            ref->pv_i8_sum(d, 1, &n, k8, LD, kd, 3, idx, s2, 0, &mx, &kw, a2, d, &z2);
+            CHECK(z1 == z2, "i8 d=%d n=%d: z %.17g vs %.17g", d, n, z1, z2);
+            for (int e = 0; e < d; e++) CHECK(a1[e] == a2[e], "i8 d=%d n=%d e=%d: %.17g vs %.17g", d, n, e, a1[e], a2[e]);
             ops->pv_f16(n, d, k16, LD, n > 100 ? NULL : idx, p, o1);
             ref->pv_f16(n, d, k16, LD, n > 100 ? NULL : idx, p, o2);
             for (int e = 0; e < d; e++) CHECK(same_bits(o1[e], o2[e]), "f16 d=%d n=%d e=%d: %.9g vs %.9g", d, n, e, o1[e], o2[e]);
@@ -129,11 +138,19 @@ static void check_reference_math(void)
         for (int e = 0; e < 64; e++) sum += q[e] * k[r * 64 + e];
         CHECK(fabs(s[r] - sum * 0.25 * kd[r]) <= 1e-6 * fabs(sum * 0.25 * kd[r]) + 1e-9, "qk r=%d", r);
     }
-    ref->pv_i8(4, 64, k, 64, kd, 1, NULL, p, o);
+    /* int8 p.v: softmax(log p) = p / sum(p) = p (they add up to 1), so
+     * out = sum p[r] * kd[r] * k_r within the 15-bit weights' rounding */
+    float sp[4], mx = -INFINITY;
+    for (int r = 0; r < 4; r++) mx = fmaxf(mx, sp[r] = logf(p[r]));
+    const int n4 = 4;
+    const float kw = 32767.0f / kd[3];
+    double acc[64] = {0}, z = 0.0;
+    ref->pv_i8_sum(64, 1, &n4, k, 64, kd, 1, NULL, sp, 0, &mx, &kw, acc, 64, &z);
+    qt_kv_pv_out(64, acc, z, kw, o);
     for (int e = 0; e < 64; e++) {
         double want = 0;
         for (int r = 0; r < 4; r++) want += (double)p[r] * kd[r] * k[r * 64 + e];
-        CHECK(fabs(o[e] - want) <= 1e-4 * (1 + fabs(want)), "pv e=%d: %g vs %g", e, o[e], want);
+        CHECK(fabs(o[e] - want) <= 4 * 127 * kd[3] / 32767 + 1e-5 * fabs(want), "pv e=%d: %g vs %g", e, o[e], want);
     }
     /* quantizer: round trip within half a step, max element exact */
     float x[64], y[64];
@@ -144,8 +161,8 @@ static void check_reference_math(void)
     CHECK(xq[7] == -127 && fabsf(d - 6.5f / 127) < 1e-9f, "amax element: q=%d d=%g", xq[7], d);
     for (int i = 0; i < 64; i++) y[i] = d * xq[i];
     for (int i = 0; i < 64; i++) CHECK(fabsf(y[i] - x[i]) <= 0.5f * d * 1.0001f, "i=%d: %g vs %g", i, y[i], x[i]);
-    float z[8] = {0};
-    CHECK(qt_kv_quantize_i8(8, z, xq) == 0.0f && xq[0] == 0, "all-zero row");
+    float zeros[8] = {0};
+    CHECK(qt_kv_quantize_i8(8, zeros, xq) == 0.0f && xq[0] == 0, "all-zero row");
     TEST_END();
 }
 
