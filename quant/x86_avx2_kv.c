@@ -340,10 +340,21 @@ static void w16_weights(int n, float *s, const float *vd, int64_t lds, const int
 /* Ranks r0..re-1 of one V tile (vt: per pair of ranks 8 vectors, lane e
  * of vector j holding the pair's elements 8j + e as int16s; re rounded up
  * to a pair, whose weight past the query's last rank is 0) for one
- * query: weights w (int16), the tile's exact sums added to acc (64). */
-static void pv16_tile(int r0, int re, const __m256i *vt, const int16_t *w, double *acc)
+ * query: weights w (int16), the exact sums carried from the query's
+ * previous tiles in carry (64 int32; first: none), and added to acc
+ * (64 doubles) when flush.  A tile adds at most 64 * 32767 * 127 < 2^28
+ * to each sum, so 8 tiles fit an int32. */
+enum { PV_CARRY_TILES = 8 };
+static void pv16_tile(int r0, int re, const __m256i *vt, const int16_t *w, int32_t *carry, int first, int flush,
+                      double *acc)
 {
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, b, t;
+    __m256i a0, a1, a2, a3, a4, a5, a6, a7, b, t;
+    if (first) {
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _mm256_setzero_si256();
+    } else {
+        const __m256i *c = (const __m256i *)carry;
+        a0 = c[0], a1 = c[1], a2 = c[2], a3 = c[3], a4 = c[4], a5 = c[5], a6 = c[6], a7 = c[7];
+    }
     /* one pair of ranks: its weights broadcast against its 8 vectors (asm
      * for the reason qk_tile_dot gives) */
 #define PV_STEP(J, A)                                         \
@@ -358,8 +369,12 @@ static void pv16_tile(int r0, int re, const __m256i *vt, const int16_t *w, doubl
                 : [x] "r"(x), [w] "r"(w + r), "m"(*(const __m256i(*)[8])x), "m"(*(const int32_t *)(w + r)));
     }
 #undef PV_STEP
-    /* a tile's sum is at most 64 * 32767 * 127 < 2^31 */
     const __m256i a[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    if (!flush) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) _mm256_store_si256((__m256i *)carry + j, a[j]);
+        return;
+    }
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) {
         _mm256_storeu_pd(acc + 8 * j, _mm256_add_pd(_mm256_loadu_pd(acc + 8 * j), _mm256_cvtepi32_pd(_mm256_castsi256_si128(a[j]))));
@@ -394,22 +409,29 @@ void qt_avx2_pv_i8_sum(int d, int nq, const int *n, const int8_t *v, int64_t ldv
         qt_kv_ref()->pv_i8_sum(d, nq, n, v, ldv, vd, lds, idx, s, ld_s, mx, kw, acc, ld_acc, z);
         return;
     }
-    enum { CT = 64 }; /* ranks per V tile */
+    enum { CT = 64, CQ = 128 }; /* ranks per V tile; queries whose sums are carried at once */
     alignas(32) __m256i vt[CT / 2 * 8];
-    int n_max = 0;
-    for (int h = 0; h < nq; h++) {
-        w16_weights(n[h], s + h * ld_s, vd, lds, idx, mx[h], kw[h], z + h);
-        if (n[h] > n_max) n_max = n[h];
-    }
-    const int16_t *w = (const int16_t *)s;
+    alignas(32) int32_t carry[CQ][64];
+    for (int h = 0; h < nq; h++) w16_weights(n[h], s + h * ld_s, vd, lds, idx, mx[h], kw[h], z + h);
     const int64_t ld_w = 2 * ld_s;
-    for (int e0 = 0; e0 < d; e0 += 64)
-        for (int r0 = 0; r0 < n_max; r0 += CT) {
-            const int nt = n_max - r0 < CT ? n_max - r0 : CT;
-            v_tile16(v, ldv, idx, r0, nt, e0, vt);
-            for (int h = 0; h < nq; h++)
-                if (n[h] > r0) pv16_tile(r0, n[h] < r0 + CT ? n[h] : r0 + CT, vt, w + h * ld_w, acc + h * ld_acc + e0);
-        }
+    for (int h0 = 0; h0 < nq; h0 += CQ) {
+        const int nh = nq - h0 < CQ ? nq - h0 : CQ;
+        const int16_t *w = (const int16_t *)(s + h0 * ld_s);
+        int n_max = 0;
+        for (int h = h0; h < h0 + nh; h++) n_max = n[h] > n_max ? n[h] : n_max;
+        for (int e0 = 0; e0 < d; e0 += 64)
+            for (int r0 = 0; r0 < n_max; r0 += CT) {
+                const int nt = n_max - r0 < CT ? n_max - r0 : CT, tile = r0 / CT;
+                v_tile16(v, ldv, idx, r0, nt, e0, vt);
+                for (int h = 0; h < nh; h++) {
+                    const int nh_h = n[h0 + h];
+                    if (nh_h <= r0) continue;
+                    const int last = nh_h <= r0 + CT;
+                    pv16_tile(r0, last ? nh_h : r0 + CT, vt, w + h * ld_w, carry[h], tile % PV_CARRY_TILES == 0,
+                              last || tile % PV_CARRY_TILES == PV_CARRY_TILES - 1, acc + (h0 + h) * ld_acc + e0);
+                }
+            }
+    }
 }
 
 /* qt_kv_quantize_i8's bits: the max of |x| (max takes its second operand
