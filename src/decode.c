@@ -359,13 +359,15 @@ static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
  * context with its rows shared among the threads, where its KV heads
  * alone would leave some idle (SmolLM2's 3 KV heads or Gemma 3's 1 on 2
  * threads; 4 KV heads on 8).  Each KV head's rows go in P parts, P * KV
- * heads a multiple of the threads, at least SPLIT_ROWS rows each; every
+ * heads a multiple of the threads, at least SPLIT_ROWS rows each (3 KV
+ * heads of 3 queries on 2 threads, one layer: 1024 rows 51 -> 45 us, 2048
+ * 64-81 -> 55-74 us; 512 rows gained nothing); every
  * thread of the team calls this and meets the others at two barriers.
  * kv_ops.h's int8 contract sums exactly, so the bits are gl_attn_group's
  * whatever P is: a token decodes alike at any thread count, and as it
  * does inside a verified draft.  Returns false (nothing done) where it
  * does not apply. */
-enum { SPLIT_ROWS = 256 };
+enum { SPLIT_ROWS = 512 };
 static bool attend_split(qlm_ctx *c, int layer, int t, int th, bool own, const int32_t *pos, const int32_t *seq)
 {
     const qlm_hparams *hp = &c->m->hp;
