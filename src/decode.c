@@ -422,7 +422,7 @@ static bool attend_split(qlm_ctx *c, int layer, int t, int th, bool own, const i
 /* Which tokens take gl_attn_prompt (c->n_rows) and in which runs
  * (c->blocks, n_blocks returned): tokens of a sequence processed several
  * at once (c->tiled, so never a one-token step or speculative
- * verification, which keep attend()'s bits) whose sequence holds every
+ * verification, which attend token by token) whose sequence holds every
  * position up to theirs, as a prompt's does; a run is one sequence's.
  * A token's result depends on its rows alone (block_rows), not on its
  * run, its batch or where its cells lie. */
