@@ -54,7 +54,8 @@ static void ref_pv(int n, int d, const float *v, int64_t ldv, const float *p, fl
 }
 
 /* ggml_v_expf: 2^n * p(b) with n = round(x / ln 2) and a degree-5
- * polynomial; |n| > 192 gives 0 or inf. */
+ * polynomial; |n| > 192 gives 0 or inf, NaN gives NaN (as the vector
+ * versions do; the int conversion below would be undefined for it). */
 static float ref_expf(float x)
 {
     const float r = 0x1.8p23f;
@@ -66,6 +67,7 @@ static float ref_expf(float x)
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
                               fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
                          u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (isnan(n)) return j;
     if (fabsf(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
     return ldexpf(j, (int)n);
 }

@@ -31,7 +31,7 @@ enum { D = 64, MAXN = 300, MAXQ = 11, PAD = 16 };
  * queries 127; 3: zeros in q and p */
 static int8_t byte_of(uint64_t *s, int kind, int is_q)
 {
-    switch (kind) {
+    switch (kind % 4) {
     case 1: return rnd(s) & 1 ? 127 : -128;
     case 2: return is_q ? 127 : -128;
     case 3: return is_q && rnd(s) % 3 ? 0 : (int8_t)(rnd(s) & 0xff);
@@ -115,7 +115,9 @@ static void check_pv(const char *name, const qt_kv_ops *ops)
     snprintf(title, sizeof title, "%s/pv_i8_sum", name);
     TEST_BEGIN(title);
     const int ds[] = {64, 128, 48}, ns[] = {1, 2, 3, 17, 63, 64, 65, 129, 300};
-    for (int kind = 0; kind < 4; kind++)
+    /* kind 4: NaN and -inf scores among the rest; 5: every score -inf
+     * (a query that sees nothing: mx -inf, all weights 0) */
+    for (int kind = 0; kind < 6; kind++)
         for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++)
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
                 for (int li = 0; li < 6; li++) {
@@ -135,8 +137,11 @@ static void check_pv(const char *name, const qt_kv_ops *ops)
                         for (int r = 0; r < n[h]; r++) {
                             /* scores as qk leaves them: a spread of a few
                              * units, some far below the rest */
-                            s0[h * ld_s + r] = kind == 3 && rnd(&seed) % 4 == 0 ? -40.0f : frand(&seed) * 12.0f - 6.0f;
-                            mx[h] = fmaxf(mx[h], s0[h * ld_s + r]);
+                            float x = kind == 3 && rnd(&seed) % 4 == 0 ? -40.0f : frand(&seed) * 12.0f - 6.0f;
+                            if (kind == 4 && rnd(&seed) % 5 == 0) x = rnd(&seed) % 2 ? NAN : -INFINITY;
+                            if (kind == 5) x = -INFINITY;
+                            s0[h * ld_s + r] = x;
+                            mx[h] = x > mx[h] ? x : mx[h];
                             vmax = fmaxf(vmax, vd[(ix ? ix[r] : r) * lds]);
                         }
                         kw[h] = vmax > 0.0f ? 32767.0f / vmax : 0.0f;
