@@ -159,7 +159,7 @@ static void head_scores(int d, int n_q, const float *q, float scale, const gl_kv
 void gl_attn_group(int d, int n_q, const float *q, float scale, const gl_kv_view *k, const gl_kv_view *v, int n,
                    const int32_t *idx, int n_ctx, gl_attn_scratch *sc, float *out)
 {
-    enum { MAX_Q = 32 };
+    enum { MAX_Q = GL_ATTN_SPLIT_MAXQ };
     const int win = gl_attn_window(k->type, n, n_ctx);
     const size_t need = (size_t)n_q * (size_t)win,
                  have = (size_t)(sc->n_win > 1 ? sc->n_win : 1) * (size_t)gl_attn_window(k->type, n_ctx, n_ctx);
@@ -172,19 +172,12 @@ void gl_attn_group(int d, int n_q, const float *q, float scale, const gl_kv_view
         free(heap);
         return;
     }
-    head_scores(d, n_q, q, scale, k, 0, n, idx, s, win);
-    double acc[MAX_Q * 64], z[MAX_Q] = {0};
-    memset(acc, 0, sizeof *acc * (size_t)n_q * 64);
-    float mx[MAX_Q], kw[MAX_Q];
-    int nn[MAX_Q];
-    const float kw1 = kw_of(v_scale_max(v, 0, n, idx, NULL));
-    for (int h = 0; h < n_q; h++) {
-        mx[h] = max_of(n, s + (size_t)h * win);
-        kw[h] = kw1;
-        nn[h] = n;
-    }
-    qt_kv()->pv_i8_sum(d, n_q, nn, v->data, v->ld, v->scale, v->lds, idx, s, win, mx, kw, acc, d, z);
-    for (int h = 0; h < n_q; h++) qt_kv_pv_out(d, acc + h * d, z[h], kw1, out + (size_t)h * d);
+    /* the split's steps with the rows in one part: the same bits */
+    float mx[MAX_Q], vmax;
+    double acc[MAX_Q * 64], z[MAX_Q];
+    gl_attn_split_scores(d, n_q, q, scale, k, v, 0, n, idx, s, win, mx, &vmax);
+    gl_attn_split_sums(d, n_q, v, 0, n, idx, s, win, mx, vmax, acc, z);
+    gl_attn_split_out(d, n_q, 1, acc, (int64_t)n_q * d, z, vmax, out);
     free(heap);
 }
 
