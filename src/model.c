@@ -320,7 +320,8 @@ static int weight_list(qlm_model *m, gl_tensor **w)
         gl_tensor *const mine[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) w[n++] = mine[i];
     }
-    if (m->output.data != m->tok_embd.data) w[n++] = &m->output;
+    /* a tied output is the embedding table: it streams every token all the same */
+    w[n++] = &m->output;
     return n;
 }
 
@@ -386,6 +387,9 @@ static int own_weights(qlm_model *m, qlm_err *err)
     gl_tensor **w = malloc(sizeof *w * (7 * (size_t)m->hp.n_layer + 1));
     if (!w) return qlm_fail(err, QLM_ERUNTIME, "out of memory");
     const int n = weight_list(m, w);
+    /* Rows of a tied output are also the embedding's, read one at a time:
+     * it is copied as it is, never interleaved. */
+    const bool tied = m->output.data == m->tok_embd.data;
     /* --no-mmap's copy asked for huge pages (gl_stream_alloc) */
     atomic_store(&m->owned_huge, in_place);
     for (int i = 0; i < n && in_place; i++) w[i]->huge = &m->owned_huge;
@@ -398,7 +402,7 @@ static int own_weights(qlm_model *m, qlm_err *err)
     const size_t avail = gl_mem_available();
     if (copy && avail && streamed > avail / 2) copy = false;
     for (int i = 0; i < n; i++)
-        if (w[i]->data && ((x16 && gl_x16_wanted(w[i])) || copy))
+        if (w[i]->data && ((x16 && !(tied && w[i] == &m->output) && gl_x16_wanted(w[i])) || copy))
             total += ((size_t)w[i]->ne[1] * w[i]->row_bytes + 63) & ~(size_t)63;
     if (total && !in_place && !(m->own = gl_promotable_alloc(total))) {
         free(w);
@@ -408,7 +412,7 @@ static int own_weights(qlm_model *m, qlm_err *err)
     populate(m->own, m->own_bytes);
     size_t at = 0;
     for (int i = 0; i < n && total; i++) {
-        const bool layout = x16 && gl_x16_wanted(w[i]);
+        const bool layout = x16 && !(tied && w[i] == &m->output) && gl_x16_wanted(w[i]);
         if (!w[i]->data || !(layout || copy)) continue;
         const void *old = w[i]->data;
         const size_t bytes = (size_t)w[i]->ne[1] * w[i]->row_bytes;
@@ -427,6 +431,10 @@ static int own_weights(qlm_model *m, qlm_err *err)
     for (int i = 0; i < n && m->own; i++)
         if ((const uint8_t *)w[i]->data >= m->own && (const uint8_t *)w[i]->data < m->own + m->own_bytes)
             w[i]->huge = gl_promote_flag(m->promoter);
+    if (tied) {
+        m->tok_embd.data = m->output.data;
+        m->tok_embd.huge = m->output.huge;
+    }
     free(w);
     return QLM_OK;
 }
@@ -462,6 +470,13 @@ int qlm_model_load_mode(qlm_model **out, const char *path, gguf_load_mode mode, 
         (rc = load_swa(m, arch_name, err)) || (rc = own_weights(m, err)) ||
         (rc = qlm_vocab_load(&m->vocab, m->gguf, err)))
         goto fail;
+    if (m->arch->act == QLM_ACT_GELU) {
+        if (!(m->gelu = malloc(sizeof *m->gelu * GL_GELU_ENTRIES))) {
+            rc = qlm_fail(err, QLM_ERUNTIME, "out of memory");
+            goto fail;
+        }
+        gl_gelu_table(m->gelu);
+    }
     if (qlm_vocab_size(m->vocab) > m->hp.n_vocab) {
         rc = qlm_fail(err, QLM_ELOAD, "vocabulary has %d tokens but the embedding only %d rows",
                       qlm_vocab_size(m->vocab), m->hp.n_vocab);
@@ -492,6 +507,7 @@ void qlm_model_free(qlm_model *m)
     gl_promote_stop(m->promoter);
     if (m->own) gl_arena_free(m->own, m->own_bytes);
     free(m->layers);
+    free(m->gelu);
     free(m->name);
     free(m);
 }
