@@ -127,24 +127,43 @@ void gl_swiglu(float *g, const float *u, int64_t n)
     for (int64_t i = n16; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-/* GELU, tanh approximation, rounded as ggml's CPU build computes it: its
- * f32 GeGLU looks gelu up in a table indexed by x rounded to fp16, whose
- * entries are gelu of that half value rounded back to fp16.  The table was
- * computed by the compiler with the inner polynomial fused (1 + a*x*x as
- * fma(a*x, x, 1)); with it all 65536 entries match llama.cpp's. */
-static float gelu_ggml(float x)
+/* GELU, tanh approximation, of a half value h, rounded to fp16 as ggml's
+ * table holds it.  The table was computed by the compiler with the inner
+ * polynomial fused (1 + a*h*h as fma(a*h, h, 1)); with it all 65536
+ * entries match llama.cpp's. */
+static uint16_t gelu_half(uint16_t bits)
 {
-    if (x <= -10.0f) return 0.0f;
-    if (x >= 10.0f) return x;
-    const float h = qt_f16_to_f32(qt_f32_to_f16(x));
+    const float h = qt_f16_to_f32(bits);
     const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, a = 0.044715f;
-    const float y = 0.5f * h * (1.0f + tanhf(sqrt_2_over_pi * h * fmaf(a * h, h, 1.0f)));
-    return qt_f16_to_f32(qt_f32_to_f16(y));
+    return qt_f32_to_f16(0.5f * h * (1.0f + tanhf(sqrt_2_over_pi * h * fmaf(a * h, h, 1.0f))));
 }
 
-void gl_geglu(float *g, const float *u, int64_t n)
+void gl_gelu_table(uint16_t *tab)
 {
-    for (int64_t i = 0; i < n; i++) g[i] = gelu_ggml(g[i]) * u[i];
+    for (int i = 0; i < GL_GELU_ENTRIES; i++) tab[i] = gelu_half((uint16_t)i);
+}
+
+static void geglu_range(float *g, const float *u, int64_t n, const uint16_t *tab)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i];
+        const float y = x <= -10.0f ? 0.0f : x >= 10.0f ? x : qt_f16_to_f32(tab[qt_f32_to_f16(x)]);
+        g[i] = y * u[i];
+    }
+}
+
+void gl_geglu(float *g, const float *u, int64_t n, const uint16_t *tab)
+{
+    if (n >= PAR_MIN) {
+        #pragma omp parallel
+        {
+            const int64_t nth = omp_get_num_threads(), th = omp_get_thread_num();
+            const int64_t per = (n + nth - 1) / nth, i0 = th * per < n ? th * per : n;
+            geglu_range(g + i0, u + i0, n - i0 < per ? n - i0 : per, tab);
+        }
+    } else {
+        geglu_range(g, u, n, tab);
+    }
 }
 
 void gl_scale(float *x, float s, int64_t n)

@@ -48,9 +48,16 @@ void gl_rope_apply_qk(float *q, int n_head, float *k, int n_head_kv, int32_t pos
 /* x[i] = silu(g[i]) * u[i], in place into g. */
 void gl_swiglu(float *g, const float *u, int64_t n);
 
-/* g[i] = gelu(g[i]) * u[i] in place, gelu's tanh approximation rounded
- * through fp16 exactly as ggml's CPU GeGLU does. */
-void gl_geglu(float *g, const float *u, int64_t n);
+/* gelu's tanh approximation of every half value h, rounded to fp16 as
+ * ggml's CPU build tabulates it: tab[bits of h], GL_GELU_ENTRIES of them
+ * (128 KiB; a model whose family gates with GELU keeps one). */
+#define GL_GELU_ENTRIES 65536
+void gl_gelu_table(uint16_t *tab);
+
+/* g[i] = gelu(g[i]) * u[i] in place, as ggml's CPU GeGLU rounds it: 0 for
+ * g <= -10, g above 10, else tab's entry for g rounded to fp16 (tab from
+ * gl_gelu_table).  Split among the OpenMP threads when large. */
+void gl_geglu(float *g, const float *u, int64_t n, const uint16_t *tab);
 
 /* x[i] *= s */
 void gl_scale(float *x, float s, int64_t n);

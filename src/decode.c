@@ -599,10 +599,10 @@ static void qkv_finish(qlm_ctx *c, int l, int t, const gl_rope *rope, const int3
 }
 
 /* g = act(g) * u over n elements: the family's gated activation. */
-static void gate(const qlm_arch *a, float *g, const float *u, int64_t n)
+static void gate(const qlm_model *m, float *g, const float *u, int64_t n)
 {
-    if (a->act == QLM_ACT_GELU)
-        gl_geglu(g, u, n);
+    if (m->arch->act == QLM_ACT_GELU)
+        gl_geglu(g, u, n, m->gelu);
     else
         gl_swiglu(g, u, n);
 }
@@ -777,7 +777,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                     gl_matmul_rows_range(&L->w_up, c->u, xq, gu.row_bytes, T, r0, n);
                     for (int t = 0; t < T; t++) {
                         float *g = c->g + (size_t)t * F + r0;
-                        gate(a, g, c->u + (size_t)t * F + r0, n);
+                        gate(c->m, g, c->u + (size_t)t * F + r0, n);
                         dn.quantize(g, xd + (size_t)t * dn.row_bytes + qt_row_size(dn.type, r0), n);
                     }
                 }
@@ -788,7 +788,7 @@ static void layers_fused(qlm_ctx *c, int T, bool each, bool by_token, const int3
                 sync_team(c, own, pf.down);
                 #pragma omp for schedule(static) nowait
                 for (int t = 0; t < T; t++) {
-                    gate(a, c->g + (size_t)t * F, c->u + (size_t)t * F, F);
+                    gate(c->m, c->g + (size_t)t * F, c->u + (size_t)t * F, F);
                     dn.quantize(c->g + (size_t)t * F, xd + (size_t)t * dn.row_bytes, F);
                 }
             }
@@ -884,7 +884,7 @@ static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32
             float *const ygu[2] = {c->g, c->u};
             gl_matmul_shared(2, wgu, c->xn, ygu, T, c->mm);
         }
-        gate(a, c->g, c->u, (int64_t)T * F);
+        gate(c->m, c->g, c->u, (int64_t)T * F);
         mul(&L->w_down, c->g, c->xn, T, c->mm);               /* [T][E] */
         if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->ffn_post_norm, T, E, hp->norm_eps);
     }

@@ -87,6 +87,7 @@ typedef struct qlm_model {
     size_t own_bytes;
     struct gl_promoter *promoter; /* moving them into huge pages */
     atomic_bool owned_huge;   /* true under --no-mmap: its memory is in huge pages from the start */
+    uint16_t *gelu;           /* [GL_GELU_ENTRIES] gl_gelu_table, for a family gating with GELU, else NULL */
 } qlm_model;
 
 /* Opens, validates (every tensor present with the right shape and a

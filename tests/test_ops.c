@@ -116,7 +116,9 @@ int main(void)
             g0[i] = g[i] = (float)(i - N / 2) * 0.0125f; /* -12.5 .. 12.5 */
             u[i] = frand(&seed) * 2;
         }
-        gl_geglu(g, u, N);
+        static uint16_t tab[GL_GELU_ENTRIES];
+        gl_gelu_table(tab);
+        gl_geglu(g, u, N, tab);
         for (int i = 0; i < N; i++) {
             const double x = g0[i];
             double e = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
@@ -126,8 +128,25 @@ int main(void)
         }
         /* an fp16-exact input whose gelu is fp16-exact after rounding: 1.0 */
         float one = 1.0f, uu = 1.0f;
-        gl_geglu(&one, &uu, 1);
+        gl_geglu(&one, &uu, 1, tab);
         CHECK(fabsf(one - 0.841192f) < 5e-4f, "gelu(1) = %g", one);
+        /* split among threads (a large n) as done serially, NaN and the
+         * infinities kept as ggml keeps them */
+        enum { M = 100003 };
+        float *a = malloc(sizeof *a * M), *b = malloc(sizeof *b * M), *w = malloc(sizeof *w * M);
+        for (int i = 0; i < M; i++) {
+            a[i] = b[i] = (frand(&seed) - 0.5f) * 30.0f;
+            w[i] = frand(&seed);
+        }
+        a[7] = b[7] = NAN;
+        a[8] = b[8] = INFINITY;
+        w[8] = 1.0f;
+        a[9] = b[9] = -INFINITY;
+        gl_geglu(a, w, M, tab);
+        for (int i = 0; i < M; i += 1000) gl_geglu(b + i, w + i, M - i < 1000 ? M - i : 1000, tab);
+        CHECK(!memcmp(a, b, sizeof *a * M), "threaded geglu differs from serial");
+        CHECK(isnan(a[7]) && a[8] == INFINITY && a[9] == 0.0f, "nan/inf: %g %g %g", a[7], a[8], a[9]);
+        free(a); free(b); free(w);
     }
     TEST_END();
 
