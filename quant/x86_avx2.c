@@ -30,6 +30,7 @@
 #define INLINE static inline __attribute__((always_inline))
 #define QT_X86_DPBUSD "%{vex%} vpdpbusd %2, %1, %0"
 #include "x86_simd.h"
+#include "x86_avx2_q5.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -53,23 +54,6 @@ INLINE float scale4(const void *x, const void *y, __m128 *summs) {
     const __m128 swapped = _mm_permute_ps(h, 0x4e); /* [dy, sy, dx, mx] */
     *summs = _mm_fmadd_ps(h, swapped, *summs);
     return _mm_cvtss_f32(_mm_mul_ss(h, swapped));
-}
-
-/* 0x10 in byte j where bit j of qh is set: each byte fetches the qh byte
- * holding its bit, then tests it. */
-INLINE __m256i fifth_bits(const uint8_t qh[4]) {
-    uint32_t bits;
-    memcpy(&bits, qh, sizeof bits);
-    const __m256i which = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), which);
-    const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
-    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
-}
-
-/* The 32 five-bit values of a Q5 block as bytes, in element order. */
-INLINE __m256i q5_quants(const uint8_t qs[16], const uint8_t qh[4]) {
-    return _mm256_or_si256(nibbles(qs), fifth_bits(qh));
 }
 
 /* ---- quantized dot products -------------------------------------------- *
@@ -177,6 +161,17 @@ static void tile_q8_0_avx2(int n, float *s, size_t ldo, const void *x, size_t xs
         return;
     }
     qt_avx2_tile_q8_0(n, s, ldo, x, xs, nr, y, ys, nc, tile_q8_0);
+}
+
+/* Q5_0's tiles unpack their rows for the same kernel (one column: the
+ * generic tile, as before). */
+static void tile_q5_0_avx2(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys,
+                           int nc) {
+    if (nc == 1) {
+        tile_q5_0(n, s, ldo, x, xs, nr, y, ys, nc);
+        return;
+    }
+    qt_avx2_tile_q5_0(n, s, ldo, x, xs, nr, y, ys, nc, tile_q5_0);
 }
 
 /* ---- float dot products ------------------------------------------------ *
@@ -303,10 +298,10 @@ INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out
 /* ---- tables ------------------------------------------------------------- */
 
 const qt_kernels qt_kernels_avx2 =
-    QT_X86_TABLE("avx2", , tile_q8_0_avx2, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
+    QT_X86_TABLE("avx2", , tile_q8_0_avx2, tile_q5_0_avx2, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
                  NULL);
 const qt_kernels qt_kernels_avx2_vnni =
-    QT_X86_TABLE("avx2-vnni", _vnni, tile_q8_0_vnni, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
+    QT_X86_TABLE("avx2-vnni", _vnni, tile_q8_0_vnni, tile_q5_0_vnni, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
                  NULL);
 
 #else

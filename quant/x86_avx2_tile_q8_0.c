@@ -26,6 +26,7 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+#include <assert.h>
 #include <string.h>
 
 #include "blocks.h"
@@ -34,6 +35,7 @@
 #define INLINE static inline __attribute__((always_inline))
 #define QT_X86_DPBUSD "%{vex%} vpdpbusd %2, %1, %0"
 #include "x86_simd.h"
+#include "x86_avx2_q5.h"
 
 enum {
     TR = 4,            /* rows per tile */
@@ -75,10 +77,11 @@ static int pack_group(const uint8_t *const yc[TC], int nb, group *g)
     return !_mm256_testz_si256(any, any);
 }
 
-/* Tile of 4 rows (xr, their scales dx[b][4]) by C columns of g; rows past
- * nr and columns past nc repeat real ones and are not stored. */
-INLINE void micro(int nb, const uint8_t *const xr[TR], const float *dx, const group *g, float *s, size_t ldo, int nr,
-                  int nc, const int C)
+/* Tile of 4 rows (xq: their block 0's quants, block b at + b * bs; their
+ * scales dx[b][4]) by C columns of g; rows past nr and columns past nc
+ * repeat real ones and are not stored. */
+INLINE void micro(int nb, const uint8_t *const xq[TR], size_t bs, const float *dx, const group *g, float *s,
+                  size_t ldo, int nr, int nc, const int C)
 {
     __m256 acc[TR][TC];
 #pragma GCC unroll 4
@@ -87,7 +90,7 @@ INLINE void micro(int nb, const uint8_t *const xr[TR], const float *dx, const gr
         for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
     for (int b = 0; b < nb; b++) {
-        const size_t o = (size_t)b * sizeof(qt_block_q8_0) + offsetof(qt_block_q8_0, qs);
+        const size_t o = (size_t)b * bs;
         /* prod[c][r] = dx_r·dy_c, rounded once as vec_dot's scalar product */
         float prod[TC][TR] __attribute__((aligned(16)));
         const __m128 dxv = _mm_load_ps(dx + 4 * (size_t)b);
@@ -95,7 +98,7 @@ INLINE void micro(int nb, const uint8_t *const xr[TR], const float *dx, const gr
         for (int c = 0; c < C; c++) _mm_store_ps(prod[c], _mm_mul_ps(_mm_broadcast_ss(&g->d[b][c]), dxv));
 #pragma GCC unroll 4
         for (int r = 0; r < TR; r++) {
-            const __m256i w = load256(xr[r] + o);
+            const __m256i w = load256(xq[r] + o);
             const __m256i aw = _mm256_abs_epi8(w); /* -128 stays 0x80: 128 unsigned */
 #pragma GCC unroll 3
             for (int c = 0; c < C; c++) {
@@ -129,12 +132,12 @@ INLINE void micro(int nb, const uint8_t *const xr[TR], const float *dx, const gr
 #define ZERO(A) "vxorps %[" A "], %[" A "], %[" A "]\n\t"
 
 /* micro for 4 whole rows (x0 and x0 + xs, x2 and x2 + xs, at block 0's
- * quants) by 3 columns.  Written as asm: compiled from intrinsics, the 12
+ * quants, block b at + b * bs) by 3 columns.  Written as asm: compiled from intrinsics, the 12
  * accumulators, |w|, w, the pair's temporaries and the constant spilled,
  * and the products' addresses took general registers of their own.  Here
  * the constant is read from memory with the products. */
-static void micro_4x3(int nb, const uint8_t *x0, const uint8_t *x2, size_t xs, const float *dx, const group *g,
-                      float *s, size_t ldo)
+static void micro_4x3(int nb, const uint8_t *x0, const uint8_t *x2, size_t xs, size_t bs, const float *dx,
+                      const group *g, float *s, size_t ldo)
 {
     __m256 a00, a01, a02, a10, a11, a12, a20, a21, a22, a30, a31, a32, t, d, aw, w;
     /* prod[c][r] (c < 3) = dy_c · dx_r, then 16 int16 ones at byte 64 */
@@ -164,8 +167,8 @@ static void micro_4x3(int nb, const uint8_t *x0, const uint8_t *x2, size_t xs, c
         ROW("(%[x0],%[xs])", "4", "a10", "a11", "a12")
         ROW("(%[x2])", "8", "a20", "a21", "a22")
         ROW("(%[x2],%[xs])", "12", "a30", "a31", "a32")
-        "add $34, %[x0]\n\t"
-        "add $34, %[x2]\n\t"
+        "add %[bs], %[x0]\n\t"
+        "add %[bs], %[x2]\n\t"
         "add $96, %[y]\n\t"
         "add $16, %[dx]\n\t"
         "dec %[nb]\n\t"
@@ -174,7 +177,7 @@ static void micro_4x3(int nb, const uint8_t *x0, const uint8_t *x2, size_t xs, c
           [a12] "=&x"(a12), [a20] "=&x"(a20), [a21] "=&x"(a21), [a22] "=&x"(a22), [a30] "=&x"(a30),
           [a31] "=&x"(a31), [a32] "=&x"(a32), [t] "=&x"(t), [d] "=&x"(d), [aw] "=&x"(aw), [w] "=&x"(w),
           [nb] "+r"(nb), [x0] "+r"(x0), [x2] "+r"(x2), [y] "+r"(y), [dx] "+r"(dx)
-        : [xs] "r"(xs), [pr] "r"(pr), [dyoff] "r"(dyoff)
+        : [xs] "r"(xs), [bs] "r"(bs), [pr] "r"(pr), [dyoff] "r"(dyoff)
         : "memory", "cc");
     const __m256 acc[TR][TC] = {{a00, a01, a02}, {a10, a11, a12}, {a20, a21, a22}, {a30, a31, a32}};
     for (int r = 0; r < TR; r++)
@@ -184,11 +187,37 @@ static void micro_4x3(int nb, const uint8_t *x0, const uint8_t *x2, size_t xs, c
 #undef ROW
 #undef PAIR
 
-void qt_avx2_tile_q8_0(int n, float *s, size_t ldo, const void *vx, size_t xs, int nr, const void *vy, size_t ys,
-                       int nc, qt_vec_dot_tile_fn exact)
+/* The weights as tiles read them: Q8_0 rows in place, Q5_0 rows unpacked
+ * a chunk at a time into signed bytes q - 16 (|q - 16| <= 16, so the sign
+ * trick's products are the exact ones vec_dot forms by its offset), 32
+ * bytes a block. */
+enum { KIND_Q8_0, KIND_Q5_0 };
+enum { UNPACKED_BYTES = 64 << 10 }; /* a Q5_0 chunk's unpacked quants */
+
+/* Q5_0 rows r0.. of a chunk (`rows` of them) as signed bytes, row i at
+ * u + i * nb * 32. */
+static void unpack_q5_0(const uint8_t *x, size_t xs, int rows, int nb, uint8_t *u)
+{
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    for (int i = 0; i < rows; i++) {
+        const qt_block_q5_0 *blk = (const qt_block_q5_0 *)(x + xs * (size_t)i);
+        uint8_t *dst = u + (size_t)i * (size_t)nb * 32;
+        for (int b = 0; b < nb; b++)
+            _mm256_store_si256((__m256i *)(dst + 32 * (size_t)b),
+                               _mm256_sub_epi8(q5_quants(blk[b].qs, blk[b].qh), sixteen));
+    }
+}
+
+static void tiles(const int kind, int n, float *s, size_t ldo, const void *vx, size_t xs, int nr, const void *vy,
+                  size_t ys, int nc, qt_vec_dot_tile_fn exact)
 {
     const int nb = n / QT_QK8_0;
-    if (nb > MAX_BLOCKS) {
+    /* Q5_0 chunks: as many whole tiles as UNPACKED_BYTES hold, up to
+     * CHUNK_ROWS (nb <= MAX_BLOCKS keeps it at TR or more) */
+    const int chunk = kind == KIND_Q8_0 ? CHUNK_ROWS : (UNPACKED_BYTES / (nb * 32) / TR * TR < CHUNK_ROWS
+                                                           ? UNPACKED_BYTES / (nb * 32) / TR * TR
+                                                           : CHUNK_ROWS);
+    if (nb > MAX_BLOCKS || chunk < TR) {
         exact(n, s, ldo, vx, xs, nr, vy, ys, nc);
         return;
     }
@@ -196,14 +225,24 @@ void qt_avx2_tile_q8_0(int n, float *s, size_t ldo, const void *vx, size_t xs, i
     /* dx[tile][b][r]: row 4·tile + r of the chunk, block b */
     _Static_assert(CHUNK_ROWS % TR == 0, "whole tiles per chunk");
     float dx[CHUNK_ROWS / TR][MAX_BLOCKS][TR] __attribute__((aligned(16)));
+    static_assert(UNPACKED_BYTES >= TR * MAX_BLOCKS * 32, "a tile's rows at any length");
+    uint8_t unpacked[kind == KIND_Q5_0 ? UNPACKED_BYTES : 1] __attribute__((aligned(32)));
+    /* the quants: row r of the chunk at q + r * rs, block b at + b * bs */
+    const size_t rs = kind == KIND_Q8_0 ? xs : (size_t)nb * 32, bs = kind == KIND_Q8_0 ? sizeof(qt_block_q8_0) : 32;
     group g;
-    for (int r0 = 0; r0 < nr; r0 += CHUNK_ROWS) {
-        const int rows = nr - r0 < CHUNK_ROWS ? nr - r0 : CHUNK_ROWS, tiles = (rows + TR - 1) / TR;
+    for (int r0 = 0; r0 < nr; r0 += chunk) {
+        const int rows = nr - r0 < chunk ? nr - r0 : chunk, tiles = (rows + TR - 1) / TR;
+        const size_t blk = kind == KIND_Q8_0 ? sizeof(qt_block_q8_0) : sizeof(qt_block_q5_0);
         for (int t = 0; t < tiles; t++)
             for (int r = 0; r < TR; r++) {
                 const uint8_t *row = x + xs * (size_t)(r0 + (TR * t + r < rows ? TR * t + r : rows - 1));
-                for (int b = 0; b < nb; b++) dx[t][b][r] = half_at(row + (size_t)b * sizeof(qt_block_q8_0));
+                for (int b = 0; b < nb; b++) dx[t][b][r] = half_at(row + (size_t)b * blk);
             }
+        const uint8_t *q = x + xs * (size_t)r0 + offsetof(qt_block_q8_0, qs);
+        if (kind == KIND_Q5_0) {
+            unpack_q5_0(x + xs * (size_t)r0, xs, rows, nb, unpacked);
+            q = unpacked;
+        }
         for (int c0 = 0; c0 < nc; c0 += TC) {
             const int cols = nc - c0 < TC ? nc - c0 : TC;
             const uint8_t *yc[TC];
@@ -214,20 +253,32 @@ void qt_avx2_tile_q8_0(int n, float *s, size_t ldo, const void *vx, size_t xs, i
             }
             for (int t = 0; t < tiles; t++) {
                 const int tr = rows - TR * t < TR ? rows - TR * t : TR;
-                const uint8_t *xr[TR];
-                for (int r = 0; r < TR; r++) xr[r] = x + xs * (size_t)(r0 + TR * t + (r < tr ? r : tr - 1));
+                const uint8_t *xq[TR];
+                for (int r = 0; r < TR; r++) xq[r] = q + rs * (size_t)(TR * t + (r < tr ? r : tr - 1));
                 float *o = s + (size_t)c0 * ldo + (size_t)(r0 + TR * t);
                 if (cols == 3 && tr == TR)
-                    micro_4x3(nb, xr[0] + 2, xr[2] + 2, xs, dx[t][0], &g, o, ldo);
+                    micro_4x3(nb, xq[0], xq[2], rs, bs, dx[t][0], &g, o, ldo);
                 else if (cols == 3)
-                    micro(nb, xr, dx[t][0], &g, o, ldo, tr, cols, 3);
+                    micro(nb, xq, bs, dx[t][0], &g, o, ldo, tr, cols, 3);
                 else if (cols == 2)
-                    micro(nb, xr, dx[t][0], &g, o, ldo, tr, cols, 2);
+                    micro(nb, xq, bs, dx[t][0], &g, o, ldo, tr, cols, 2);
                 else
-                    micro(nb, xr, dx[t][0], &g, o, ldo, tr, cols, 1);
+                    micro(nb, xq, bs, dx[t][0], &g, o, ldo, tr, cols, 1);
             }
         }
     }
+}
+
+void qt_avx2_tile_q8_0(int n, float *s, size_t ldo, const void *vx, size_t xs, int nr, const void *vy, size_t ys,
+                       int nc, qt_vec_dot_tile_fn exact)
+{
+    tiles(KIND_Q8_0, n, s, ldo, vx, xs, nr, vy, ys, nc, exact);
+}
+
+void qt_avx2_tile_q5_0(int n, float *s, size_t ldo, const void *vx, size_t xs, int nr, const void *vy, size_t ys,
+                       int nc, qt_vec_dot_tile_fn exact)
+{
+    tiles(KIND_Q5_0, n, s, ldo, vx, xs, nr, vy, ys, nc, exact);
 }
 
 #else

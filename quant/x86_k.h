@@ -25,6 +25,9 @@ void qt_avx2_quantize_q8_K(const float *src, void *dst, int64_t n);
  * columns it cannot take in its own way go to `exact`, the generic tile. */
 void qt_avx2_tile_q8_0(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys,
                        int nc, qt_vec_dot_tile_fn exact);
+/* Q5_0's, the same way (its rows unpacked a chunk at a time). */
+void qt_avx2_tile_q5_0(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys,
+                       int nc, qt_vec_dot_tile_fn exact);
 
 void qt_avx512_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_avx512_vec_dot_tile_q6_K_q8_K(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y,

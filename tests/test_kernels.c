@@ -331,6 +331,44 @@ static void test_quant_tile(qt_isa isa, const qtype *t) {
     free(sy.base);
 }
 
+/* Many rows by a few columns at lengths that change how the AVX2 Q8_0
+ * and Q5_0 tiles chunk their rows (Q5_0's unpacked chunk shrinks with the
+ * length: 12 rows at 130 blocks, 4 at 512; past 512 blocks they hand the
+ * work to the generic tile): every output against vec_dot, nothing
+ * written past the tile. */
+static void test_quant_tile_tall(qt_isa isa, const qtype *t) {
+    const qt_kernels *k = qt_isa_kernels(isa);
+    if (!k->vec_dot_tile[t->w])
+        return;
+    enum { ROWS = 41, COLS = 7 };
+    static const int nbs[] = {130, 512, 513};
+    char name[128];
+    snprintf(name, sizeof name, "%s/vec_dot_tile_%s_%s/tall", set_names[isa], qt_get(t->w)->name,
+             qt_get(t->a)->name);
+    TEST_BEGIN(name);
+    for (size_t li = 0; li < sizeof nbs / sizeof nbs[0]; li++) {
+        const int nb = nbs[li], n = 32 * nb;
+        const size_t xs = t->w_size * (size_t)nb, ys = t->a_size * (size_t)nb, ldo = ROWS + 3;
+        buf bx = buf_new(xs * ROWS, 2), by = buf_new(ys * COLS, 2);
+        for (int r = 0; r < ROWS; r++) fill_random_blocks(t, bx.p + xs * (size_t)r, by.p, nb);
+        for (int c = 0; c < COLS; c++) fill_quantized_columns(t, by.p + ys * (size_t)c, nb);
+        float *out = malloc(sizeof *out * ldo * COLS);
+        for (size_t i = 0; i < ldo * COLS; i++) out[i] = -1234.5f;
+        k->vec_dot_tile[t->w](n, out, ldo, bx.p, xs, ROWS, by.p, ys, COLS);
+        for (int c = 0; c < COLS; c++)
+            for (int r = 0; r < (int)ldo; r++) {
+                float want = -1234.5f;
+                if (r < ROWS) k->vec_dot[t->w](n, &want, bx.p + xs * (size_t)r, by.p + ys * (size_t)c);
+                const float got = out[(size_t)c * ldo + (size_t)r];
+                CHECK(same_float(got, want), "nb %d row %d column %d: got %.9g (0x%08x), vec_dot %.9g (0x%08x)", nb,
+                      r, c, got, qt_f32_bits(got), want, qt_f32_bits(want));
+            }
+        free(out);
+        free(bx.base), free(by.base);
+    }
+    TEST_END();
+}
+
 /* ---- K-quant dot products ---------------------------------------------- */
 
 /* Where each K block keeps its f16 d and dmin (-1: none) and its packed
@@ -964,6 +1002,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof qtypes / sizeof qtypes[0]; i++) {
             test_quant_dot((qt_isa)isa, &qtypes[i]);
             test_quant_tile((qt_isa)isa, &qtypes[i]);
+            test_quant_tile_tall((qt_isa)isa, &qtypes[i]);
         }
         for (size_t i = 0; i < sizeof ktypes / sizeof ktypes[0]; i++) {
             test_kquant_dot((qt_isa)isa, &ktypes[i]);
