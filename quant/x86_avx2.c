@@ -148,7 +148,7 @@ INSTANTIATE(q8_0)
 #define TILE_WIDE 0
 #include "x86_tile.inc"
 
-/* Without VNNI, Q8_0's tiles have their own kernel (x86_avx2_tile_q8_0.c),
+/* Without VNNI, Q8_0's tiles have their own kernel (x86_avx2_tile_q8.c),
  * the generic one taking what it cannot.  One column (a token's matvec)
  * goes row by row through vec_dot: the tiles' set-up is for several, and
  * 4 rows streamed side by side read slower than one at a time (Gemma 3's
@@ -163,16 +163,20 @@ static void tile_q8_0_avx2(int n, float *s, size_t ldo, const void *x, size_t xs
     qt_avx2_tile_q8_0(n, s, ldo, x, xs, nr, y, ys, nc, tile_q8_0);
 }
 
-/* Q5_0's tiles unpack their rows for the same kernel (one column: the
- * generic tile, as before). */
-static void tile_q5_0_avx2(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys,
-                           int nc) {
-    if (nc == 1) {
-        tile_q5_0(n, s, ldo, x, xs, nr, y, ys, nc);
-        return;
+/* Q5_0's, Q4_1's and Q5_1's tiles unpack their rows for the same kernel
+ * (one column: the generic tile, as before). */
+#define UNPACKED_TILE(T)                                                                                        \
+    static void tile_##T##_avx2(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y,   \
+                                size_t ys, int nc) {                                                            \
+        if (nc == 1)                                                                                            \
+            tile_##T(n, s, ldo, x, xs, nr, y, ys, nc);                                                          \
+        else                                                                                                    \
+            qt_avx2_tile_##T(n, s, ldo, x, xs, nr, y, ys, nc, tile_##T);                                        \
     }
-    qt_avx2_tile_q5_0(n, s, ldo, x, xs, nr, y, ys, nc, tile_q5_0);
-}
+UNPACKED_TILE(q5_0)
+UNPACKED_TILE(q4_1)
+UNPACKED_TILE(q5_1)
+#undef UNPACKED_TILE
 
 /* ---- float dot products ------------------------------------------------ *
  * Products of two halves (11-bit significands) or two bfloat16s are exact
@@ -298,10 +302,10 @@ INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out
 /* ---- tables ------------------------------------------------------------- */
 
 const qt_kernels qt_kernels_avx2 =
-    QT_X86_TABLE("avx2", , tile_q8_0_avx2, tile_q5_0_avx2, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
+    QT_X86_TABLE("avx2", , tile_q8_0_avx2, tile_q5_0_avx2, tile_q4_1_avx2, tile_q5_1_avx2, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
                  NULL);
 const qt_kernels qt_kernels_avx2_vnni =
-    QT_X86_TABLE("avx2-vnni", _vnni, tile_q8_0_vnni, tile_q5_0_vnni, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
+    QT_X86_TABLE("avx2-vnni", _vnni, tile_q8_0_vnni, tile_q5_0_vnni, tile_q4_1_vnni, tile_q5_1_vnni, qt_avx2_vec_dot_q6_K_q8_K, NULL, NULL, NULL, NULL,
                  NULL);
 
 #else

@@ -1,6 +1,6 @@
 /* x86_avx2_q5.h - a Q5 block's 32 five-bit values as bytes with AVX2,
  * shared by the dot products (x86_avx2.c) and the Q5_0 tiles
- * (x86_avx2_tile_q8_0.c); included after x86_simd.h (its nibbles), only
+ * (x86_avx2_tile_q8.c); included after x86_simd.h (its nibbles), only
  * by files compiled with -mavx2. */
 #ifndef QLM_QT_X86_AVX2_Q5_H
 #define QLM_QT_X86_AVX2_Q5_H

@@ -252,11 +252,11 @@ INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out
 /* ---- tables ------------------------------------------------------------- */
 
 const qt_kernels qt_kernels_avx512 =
-    QT_X86_TABLE("avx512", , tile_q8_0, tile_q5_0, qt_avx512_vec_dot_q6_K_q8_K, qt_avx512_vec_dot_tile_q6_K_q8_K,
+    QT_X86_TABLE("avx512", , tile_q8_0, tile_q5_0, tile_q4_1, tile_q5_1, qt_avx512_vec_dot_q6_K_q8_K, qt_avx512_vec_dot_tile_q6_K_q8_K,
                  qt_avx512_vec_dot_tile_q2_K_q8_K, qt_avx512_vec_dot_tile_q3_K_q8_K,
                  qt_avx512_vec_dot_tile_q4_K_q8_K, qt_avx512_vec_dot_tile_q5_K_q8_K);
 const qt_kernels qt_kernels_avx512_vnni =
-    QT_X86_TABLE("avx512-vnni", _vnni, tile_q8_0_vnni, tile_q5_0_vnni, qt_avx512_vec_dot_q6_K_q8_K, qt_avx512_vnni_vec_dot_tile_q6_K_q8_K,
+    QT_X86_TABLE("avx512-vnni", _vnni, tile_q8_0_vnni, tile_q5_0_vnni, tile_q4_1_vnni, tile_q5_1_vnni, qt_avx512_vec_dot_q6_K_q8_K, qt_avx512_vnni_vec_dot_tile_q6_K_q8_K,
                  qt_avx512_vnni_vec_dot_tile_q2_K_q8_K,
                  qt_avx512_vnni_vec_dot_tile_q3_K_q8_K, qt_avx512_vnni_vec_dot_tile_q4_K_q8_K,
                  qt_avx512_vnni_vec_dot_tile_q5_K_q8_K);

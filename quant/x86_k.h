@@ -21,12 +21,16 @@ void qt_avx2_vec_dot_q4_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_avx2_vec_dot_q5_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_avx2_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
 void qt_avx2_quantize_q8_K(const float *src, void *dst, int64_t n);
-/* Q8_0's vec_dot_tile for AVX2 without VNNI (x86_avx2_tile_q8_0.c); the
- * columns it cannot take in its own way go to `exact`, the generic tile. */
+/* The vec_dot_tile of Q8_0, Q5_0, Q4_1 and Q5_1 for AVX2 without VNNI
+ * (x86_avx2_tile_q8.c); the columns they cannot take in their own way go
+ * to `exact`, the generic tile. */
 void qt_avx2_tile_q8_0(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys,
                        int nc, qt_vec_dot_tile_fn exact);
-/* Q5_0's, the same way (its rows unpacked a chunk at a time). */
 void qt_avx2_tile_q5_0(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys,
+                       int nc, qt_vec_dot_tile_fn exact);
+void qt_avx2_tile_q4_1(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys,
+                       int nc, qt_vec_dot_tile_fn exact);
+void qt_avx2_tile_q5_1(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y, size_t ys,
                        int nc, qt_vec_dot_tile_fn exact);
 
 void qt_avx512_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
