@@ -108,9 +108,12 @@ void gl_attn_head(int d, const float *q, float scale, const gl_kv_view *k, const
     }
 }
 
+/* Heads the several-query q.k kernels take (kv_ops.h). */
+static int multi_width(int d) { return d > 0 && d % 64 == 0 && d <= QT_KV_MULTI_MAXD; }
+
 int gl_attn_group_applies(int d, const gl_kv_view *k, const gl_kv_view *v)
 {
-    return d == 64 && k->type == GL_KV_I8 && v->type == GL_KV_I8 && qt_kv()->qk_i8_multi;
+    return multi_width(d) && k->type == GL_KV_I8 && v->type == GL_KV_I8 && qt_kv()->qk_i8_multi;
 }
 
 /* The n_q heads' int8 queries and their score factors, as scores() forms
@@ -127,7 +130,7 @@ static void quantize_heads(int d, int n_q, const float *q, int64_t ldq, float sc
 }
 
 /* Scores of n_q heads over ranks r0..r1-1 (s + h * ld_s + r), all at once
- * where the set can (d = 64), else head by head: the same bits. */
+ * where the set can (multi_width), else head by head: the same bits. */
 static void head_scores(int d, int n_q, const float *q, float scale, const gl_kv_view *k, int r0, int r1,
                         const int32_t *idx, float *s, int64_t ld_s)
 {
@@ -140,8 +143,8 @@ static void head_scores(int d, int n_q, const float *q, float scale, const gl_kv
         kb += (int64_t)r0 * k->ld;
         kd += (int64_t)r0 * k->lds;
     }
-    if (d == 64 && n_q <= MAX_Q && ops->qk_i8_multi) {
-        int8_t q8[MAX_Q * 64];
+    if (multi_width(d) && n_q <= MAX_Q && ops->qk_i8_multi) {
+        int8_t q8[MAX_Q * QT_KV_MULTI_MAXD];
         float qd[MAX_Q];
         quantize_heads(d, n_q, q, d, scale, q8, qd);
         ops->qk_i8_multi(r1 - r0, d, n_q, q8, qd, kb, k->ld, kd, k->lds, ix, s + r0, ld_s);
@@ -174,7 +177,7 @@ void gl_attn_group(int d, int n_q, const float *q, float scale, const gl_kv_view
     }
     /* the split's steps with the rows in one part: the same bits */
     float mx[MAX_Q], vmax;
-    double acc[MAX_Q * 64], z[MAX_Q];
+    double acc[MAX_Q * QT_KV_MULTI_MAXD], z[MAX_Q];
     gl_attn_split_scores(d, n_q, q, scale, k, v, 0, n, idx, s, win, mx, &vmax);
     gl_attn_split_sums(d, n_q, v, 0, n, idx, s, win, mx, vmax, acc, z);
     gl_attn_split_out(d, n_q, 1, acc, (int64_t)n_q * d, z, vmax, out);
@@ -236,16 +239,16 @@ void gl_attn_split_out(int d, int n_q, int n_parts, const double *acc, int64_t l
 
 int gl_attn_prompt_applies(int d, const gl_kv_view *k, const gl_kv_view *v)
 {
-    return d == 64 && k->type == GL_KV_I8 && v->type == GL_KV_I8 && qt_kv()->qk_i8_causal;
+    return multi_width(d) && k->type == GL_KV_I8 && v->type == GL_KV_I8 && qt_kv()->qk_i8_causal;
 }
 
-/* work: the scores (n_max rounded to 16 per query), the sums (64 doubles
+/* work: the scores (n_max rounded to 16 per query), the sums (d doubles
  * and z per query) and the running largest V scale (n_max floats) */
 static size_t prompt_ld_s(int n_max) { return (size_t)(n_max + 15) / 16 * 16; }
 
-size_t gl_attn_prompt_work(int nq, int n_max)
+size_t gl_attn_prompt_work(int d, int nq, int n_max)
 {
-    return (size_t)nq * prompt_ld_s(n_max) + (size_t)nq * 2 * 65 + prompt_ld_s(n_max);
+    return (size_t)nq * prompt_ld_s(n_max) + (size_t)nq * 2 * (size_t)(d + 1) + prompt_ld_s(n_max);
 }
 
 void gl_attn_prompt(int d, int n_tok, int n_q, const float *q, int64_t ldq, float scale, const gl_kv_view *k,
@@ -254,7 +257,7 @@ void gl_attn_prompt(int d, int n_tok, int n_q, const float *q, int64_t ldq, floa
     _Static_assert(GL_ATTN_PROMPT_MAXQ <= QT_KV_CAUSAL_MAXQ, "the kernels take the block");
     const qt_kv_ops *ops = qt_kv();
     const int nq = n_tok * n_q;
-    int8_t q8[GL_ATTN_PROMPT_MAXQ * 64];
+    int8_t q8[GL_ATTN_PROMPT_MAXQ * QT_KV_MULTI_MAXD];
     float qd[GL_ATTN_PROMPT_MAXQ], mx[GL_ATTN_PROMPT_MAXQ], kw[GL_ATTN_PROMPT_MAXQ];
     int nh[GL_ATTN_PROMPT_MAXQ], n_max = 0;
     for (int j = 0; j < n_tok; j++) {
@@ -264,7 +267,7 @@ void gl_attn_prompt(int d, int n_tok, int n_q, const float *q, int64_t ldq, floa
     }
     const size_t ld_s = prompt_ld_s(n_max);
     float *s = work, *vmax = work + (size_t)nq * ld_s;
-    double *acc = (double *)(vmax + ld_s), *z = acc + (size_t)nq * 64; /* ld_s: a multiple of 16, so aligned */
+    double *acc = (double *)(vmax + ld_s), *z = acc + (size_t)nq * d; /* ld_s: a multiple of 16, so aligned */
     ops->qk_i8_causal(d, nq, nh, q8, qd, k->data, k->ld, k->scale, k->lds, s, (int64_t)ld_s);
     /* each token's kw from the largest V scale of its own rows */
     float m = 0.0f;
@@ -276,8 +279,8 @@ void gl_attn_prompt(int d, int n_tok, int n_q, const float *q, int64_t ldq, floa
         mx[h] = max_of(nh[h], s + h * ld_s);
         kw[h] = kw_of(vmax[nh[h] - 1]);
     }
-    memset(acc, 0, sizeof *acc * (size_t)nq * 65);
-    ops->pv_i8_sum(d, nq, nh, v->data, v->ld, v->scale, v->lds, NULL, s, (int64_t)ld_s, mx, kw, acc, 64, z);
+    memset(acc, 0, sizeof *acc * (size_t)nq * (size_t)(d + 1));
+    ops->pv_i8_sum(d, nq, nh, v->data, v->ld, v->scale, v->lds, NULL, s, (int64_t)ld_s, mx, kw, acc, d, z);
     for (int h = 0; h < nq; h++)
-        qt_kv_pv_out(d, acc + (size_t)h * 64, z[h], kw[h], out + (h / n_q) * ldo + (int64_t)(h % n_q) * d);
+        qt_kv_pv_out(d, acc + (size_t)h * d, z[h], kw[h], out + (h / n_q) * ldo + (int64_t)(h % n_q) * d);
 }

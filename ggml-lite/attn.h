@@ -61,7 +61,8 @@ void gl_attn_head(int d, const float *q, float scale, const gl_kv_view *k, const
                   gl_attn_scratch *sc, float *out);
 
 /* Whether gl_attn_group takes several heads over these views at once:
- * int8 K and V, 64-wide heads, and kernels for it on this CPU. */
+ * int8 K and V, heads a multiple of 64 wide up to QT_KV_MULTI_MAXD, and
+ * kernels for it on this CPU. */
 int gl_attn_group_applies(int d, const gl_kv_view *k, const gl_kv_view *v);
 
 /* gl_attn_head for n_q query heads that share k and v (q and out hold
@@ -103,11 +104,11 @@ void gl_attn_split_out(int d, int n_q, int n_parts, const double *acc, int64_t l
  * bit for bit, since a query's depends on its own rows alone, never on
  * the block.  For views
  * gl_attn_prompt_applies to, with n_tok * n_q <= GL_ATTN_PROMPT_MAXQ;
- * work holds gl_attn_prompt_work(n_tok * n_q, max n[j]) floats, 64-byte
- * aligned. */
+ * work holds gl_attn_prompt_work(d, n_tok * n_q, max n[j]) floats,
+ * 64-byte aligned. */
 #define GL_ATTN_PROMPT_MAXQ 256
 int gl_attn_prompt_applies(int d, const gl_kv_view *k, const gl_kv_view *v);
-size_t gl_attn_prompt_work(int nq, int n_max);
+size_t gl_attn_prompt_work(int d, int nq, int n_max);
 void gl_attn_prompt(int d, int n_tok, int n_q, const float *q, int64_t ldq, float scale, const gl_kv_view *k,
                     const gl_kv_view *v, const int *n, float *work, float *out, int64_t ldo);
 

@@ -56,14 +56,14 @@ typedef struct qt_kv_ops {
     /* Several queries over the same K rows (a KV head's query heads): each
      * row is read, and its layout work done, once for all of them.  s + h *
      * ld_s gets qk_i8(n, d, q + h * d, qd[h], ...) bit for bit.  d must be
-     * 64 (callers go query by query otherwise); NULL where the set has
-     * none. */
+     * a multiple of 64 up to QT_KV_MULTI_MAXD (callers go query by query
+     * otherwise); NULL where the set has none. */
     void (*qk_i8_multi)(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
                         const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s);
     /* A prompt's causal block: nq queries (up to QT_KV_CAUSAL_MAXQ) over
      * rows 0..n[h]-1 of the cache each (a run of tokens' heads of one KV
      * head), every K row read and rearranged once for all queries that
-     * see it; d must be 64, n[h] >= 1.  s + h * ld_s gets qk_i8(n[h], d,
+     * see it; d as for qk_i8_multi, n[h] >= 1.  s + h * ld_s gets qk_i8(n[h], d,
      * q + h * d, qd[h], ..., NULL, ...) bit for bit.  NULL where the set
      * has none. */
     void (*qk_i8_causal)(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k,
@@ -82,6 +82,8 @@ typedef struct qt_kv_ops {
 
 /* Queries per qk_i8_causal call. */
 #define QT_KV_CAUSAL_MAXQ 256
+/* The widest head qk_i8_multi and qk_i8_causal take (Gemma 3's 256). */
+#define QT_KV_MULTI_MAXD 256
 
 /* The reference set and the one for this CPU (QLM_ISA caps it as for the
  * weight kernels). */
@@ -100,6 +102,8 @@ void qt_kv_pv_out(int d, const double *acc, double z, float kw, float *out);
 extern const qt_kv_ops qt_kv_avx2, qt_kv_avx2_vnni, qt_kv_avx512, qt_kv_avx512_vnni;
 /* The AVX2 kernels that the AVX-512 sets take too (x86_avx2_kv.c): every
  * x86 set then attends a prompt alike. */
+void qt_avx2_qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
+                         const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s);
 void qt_avx2_qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
                           const float *kd, int64_t lds, float *s, int64_t ld_s);
 void qt_avx2_pv_i8_sum(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,

@@ -109,7 +109,7 @@ static void pv_f16(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *
     }
 }
 
-/* ---- several queries over the same K rows (d = 64) --------------------
+/* ---- several queries over the same K rows (d a multiple of 64) --------
  * Each result is the one-query kernel's, bit for bit. */
 
 /* q.k, here and in the causal block below: an 8-row K tile goes into
@@ -182,16 +182,16 @@ INLINE __m256i qk_tile_dot(const __m256i kt[32], const int32_t qp[32])
 #undef QK_STEP2
 #undef QK_STEP
 
-/* Each query's pairs, the broadcasts' sources: qp[h][j] (j < 16) bytes
- * 4j and 4j + 2 as int16s, qp[h][16 + j] bytes 4j + 1 and 4j + 3. */
-static void q_pairs(const int8_t *q, int nq, int32_t (*qp)[32])
+/* A query's pairs for one 64-wide slice, the broadcasts' sources: qp[j]
+ * (j < 16) bytes 4j and 4j + 2 of q as int16s, qp[16 + j] bytes 4j + 1
+ * and 4j + 3. */
+static void q_pairs64(const int8_t *q, int32_t qp[32])
 {
-    for (int h = 0; h < nq; h++)
-        for (int c = 0; c < 2; c++) {
-            const __m256i v = load256(q + h * 64 + 32 * c);
-            _mm256_store_si256((__m256i *)&qp[h][8 * c], even16(v));
-            _mm256_store_si256((__m256i *)&qp[h][16 + 8 * c], odd16(v));
-        }
+    for (int c = 0; c < 2; c++) {
+        const __m256i v = load256(q + 32 * c);
+        _mm256_store_si256((__m256i *)&qp[8 * c], even16(v));
+        _mm256_store_si256((__m256i *)&qp[16 + 8 * c], odd16(v));
+    }
 }
 
 /* Query h's scores for the tile at rank r0 from its exact sums (n_h its
@@ -213,45 +213,57 @@ INLINE __m256 k_scales8(const float *kd, int64_t lds, const int32_t *idx, int r0
     return _mm256_load_ps(kv);
 }
 
-enum { QK_MULTI_Q = 32 }; /* queries whose pairs are formed at once */
+enum {
+    QK_MULTI_Q = 32,                      /* queries whose pairs are formed at once */
+    QK_MAX_SLICES = QT_KV_MULTI_MAXD / 64, /* 64-wide slices of a head */
+};
 
-static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
-                        const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s)
+/* nq queries (d wide, a multiple of 64 up to QT_KV_MULTI_MAXD) over K
+ * rows, query h over ranks 0..n_h - 1 (n_h = n_each ? n_each[h] : n): a
+ * group of QK_MULTI_Q queries at a time, each 8-row tile's slices formed
+ * once for all of the group's queries that reach it, each query's exact
+ * sum the sum of its slices' (integers: the one-query kernel's). */
+static void qk_multi(int d, int nq, const int *n_each, int n, const int8_t *q, const float *qd, const int8_t *k,
+                     int64_t ldk, const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s)
 {
-    (void)d; /* 64 */
-    alignas(32) int32_t qp[QK_MULTI_Q][32];
-    alignas(32) __m256i kt[32];
+    const int slices = d / 64;
+    alignas(32) int32_t qp[QK_MULTI_Q][QK_MAX_SLICES][32];
+    alignas(32) __m256i kt[QK_MAX_SLICES][32];
     for (int h0 = 0; h0 < nq; h0 += QK_MULTI_Q) {
         const int g = nq - h0 < QK_MULTI_Q ? nq - h0 : QK_MULTI_Q;
-        q_pairs(q + h0 * 64, g, qp);
-        for (int r0 = 0; r0 < n; r0 += 8) {
-            k_tile8(k, ldk, idx, r0, n, kt);
-            const __m256 vkd = k_scales8(kd, lds, idx, r0, n);
-            for (int h = 0; h < g; h++)
-                qk_tile_scores(qk_tile_dot(kt, qp[h]), qd[h0 + h], vkd, r0, n, s + (h0 + h) * ld_s);
+        int n_max = 0;
+        for (int h = 0; h < g; h++) {
+            for (int c = 0; c < slices; c++) q_pairs64(q + (int64_t)(h0 + h) * d + 64 * c, qp[h][c]);
+            const int nh = n_each ? n_each[h0 + h] : n;
+            n_max = nh > n_max ? nh : n_max;
+        }
+        for (int r0 = 0; r0 < n_max; r0 += 8) {
+            for (int c = 0; c < slices; c++) k_tile8(k + 64 * c, ldk, idx, r0, n_max, kt[c]);
+            const __m256 vkd = k_scales8(kd, lds, idx, r0, n_max);
+            for (int h = 0; h < g; h++) {
+                const int nh = n_each ? n_each[h0 + h] : n;
+                if (nh <= r0) continue;
+                __m256i sum = qk_tile_dot(kt[0], qp[h][0]);
+                for (int c = 1; c < slices; c++) sum = _mm256_add_epi32(sum, qk_tile_dot(kt[c], qp[h][c]));
+                qk_tile_scores(sum, qd[h0 + h], vkd, r0, nh, s + (h0 + h) * ld_s);
+            }
         }
     }
 }
 
-/* ---- a prompt's causal block (d = 64, rows 0..n[h]-1) ------------------
- * qk_i8_multi's tiles, each for the queries whose rows reach it (up to
- * 16 tokens of 8 heads at once). */
+void qt_avx2_qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
+                         const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s)
+{
+    qk_multi(d, nq, NULL, n, q, qd, k, ldk, kd, lds, idx, s, ld_s);
+}
+
+/* ---- a prompt's causal block (rows 0..n[h]-1) -------------------------
+ * qk_multi's tiles, each for the queries whose rows reach it. */
 
 void qt_avx2_qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k,
                           int64_t ldk, const float *kd, int64_t lds, float *s, int64_t ld_s)
 {
-    (void)d; /* 64 */
-    alignas(32) int32_t qp[QT_KV_CAUSAL_MAXQ][32];
-    q_pairs(q, nq, qp);
-    int n_max = 0;
-    for (int h = 0; h < nq; h++) n_max = n[h] > n_max ? n[h] : n_max;
-    alignas(32) __m256i kt[32];
-    for (int r0 = 0; r0 < n_max; r0 += 8) {
-        k_tile8(k, ldk, NULL, r0, n_max, kt);
-        const __m256 vkd = k_scales8(kd, lds, NULL, r0, n_max);
-        for (int h = 0; h < nq; h++)
-            if (n[h] > r0) qk_tile_scores(qk_tile_dot(kt, qp[h]), qd[h], vkd, r0, n[h], s + h * ld_s);
-    }
+    qk_multi(d, nq, n, 0, q, qd, k, ldk, kd, lds, NULL, s, ld_s);
 }
 
 /* ---- the int8 p.v contract (kv_ops.h), several queries at once --------
@@ -467,10 +479,10 @@ static float quantize_i8(int n, const float *x, int8_t *q)
 }
 
 const qt_kv_ops qt_kv_avx2 = {.name = "avx2", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_f16 = pv_f16,
-                              .quantize_i8 = quantize_i8, .max_f32 = qt_avx2_max_f32, .qk_i8_multi = qk_i8_multi,
+                              .quantize_i8 = quantize_i8, .max_f32 = qt_avx2_max_f32, .qk_i8_multi = qt_avx2_qk_i8_multi,
                               .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_sum = qt_avx2_pv_i8_sum};
 const qt_kv_ops qt_kv_avx2_vnni = {.name = "avx2-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16, .pv_f16 = pv_f16,
-                                   .quantize_i8 = quantize_i8, .max_f32 = qt_avx2_max_f32, .qk_i8_multi = qk_i8_multi,
+                                   .quantize_i8 = quantize_i8, .max_f32 = qt_avx2_max_f32, .qk_i8_multi = qt_avx2_qk_i8_multi,
                                    .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_sum = qt_avx2_pv_i8_sum};
 
 #else

@@ -241,7 +241,10 @@ INLINE void k_lanes(const int8_t *k, int64_t ldk, const int32_t *idx, int r0, in
 static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
                         const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s)
 {
-    (void)d; /* 64 */
+    if (d != 64) { /* wider heads: AVX2's slices, the same bits */
+        qt_avx2_qk_i8_multi(n, d, nq, q, qd, k, ldk, kd, lds, idx, s, ld_s);
+        return;
+    }
     if (n <= 0) return;
     /* 128 * sum(q) of each query, what the +128 on k adds */
     int32_t corr[QK_GROUP];

@@ -136,8 +136,8 @@ int qlm_ctx_new(qlm_ctx **out, const qlm_model *m, const qlm_ctx_params *p, qlm_
     c->blocks = malloc((T + 1) * sizeof(int));
     /* a prompt's blocks of PROMPT_BLOCK tokens up to 1024 rows, fewer
      * tokens further in, one token's heads at any depth */
-    c->aw_len = max_sz(gl_attn_prompt_work((int)group, n_ctx),
-                       gl_attn_prompt_work((int)(prompt_block(group) * group), n_ctx < 1024 ? n_ctx : 1024));
+    c->aw_len = max_sz(gl_attn_prompt_work(hp->head_dim, (int)group, n_ctx),
+                       gl_attn_prompt_work(hp->head_dim, (int)(prompt_block(group) * group), n_ctx < 1024 ? n_ctx : 1024));
     c->aw_len = (c->aw_len + 15) / 16 * 16;
     c->aw = alloc64(NT * c->aw_len * sizeof(float));
     c->gath_len = ((size_t)n_ctx * (hp->head_dim + sizeof(float)) * 2 + 63) / 64 * 64;
@@ -455,7 +455,7 @@ static int prompt_blocks(qlm_ctx *c, int layer, int T, const int32_t *pos, const
         int t1 = t + 1, n_max = c->n_rows[t];
         while (t1 < T && t1 - t < most && c->n_rows[t1] && seq[t1] == seq[t]) {
             const int nm = c->n_rows[t1] > n_max ? c->n_rows[t1] : n_max;
-            if (gl_attn_prompt_work((t1 + 1 - t) * group, nm) > c->aw_len) break;
+            if (gl_attn_prompt_work(D, (t1 + 1 - t) * group, nm) > c->aw_len) break;
             n_max = nm;
             t1++;
         }

@@ -20,7 +20,7 @@ static uint64_t rnd(uint64_t *s)
 
 static float frand(uint64_t *s) { return (float)(rnd(s) % 2000001) / 1000000.0f - 1.0f; }
 
-enum { MAXN = 260, MAXQ = 9, MAXD = 80 };
+enum { MAXN = 260, MAXQ = 9, MAXD = 256 };
 
 static void check(const char *name, gl_kv_elem type, int d)
 {
@@ -76,15 +76,15 @@ static void check(const char *name, gl_kv_elem type, int d)
  * starts deep in the cache) against gl_attn_head token by token, head by
  * head, with the tokens' rows laid out as decode.c lays them: the same
  * bits (kv_ops.h's int8 contract depends on a query's rows alone). */
-static void check_prompt(void)
+static void check_prompt(const char *name, int DD)
 {
-    enum { NQ = 8, NT = 20, NKV = 2, DD = 64 };
-    static int8_t k8[MAXN * DD], v8[MAXN * DD], q8[DD];
-    static float ks[MAXN], vs[MAXN], q[NT * NKV * NQ * DD], got[NT * NKV * NQ * DD], want[NQ * DD],
+    enum { NQ = 8, NT = 20, NKV = 2 };
+    static int8_t k8[MAXN * MAXD], v8[MAXN * MAXD], q8[MAXD];
+    static float ks[MAXN], vs[MAXN], q[NT * NKV * NQ * MAXD], got[NT * NKV * NQ * MAXD], want[NQ * MAXD],
         s[MAXN + 16];
-    static float work[(NT * NQ + 1) * (MAXN + 16) + NT * NQ * 130] __attribute__((aligned(64)));
+    static float work[(NT * NQ + 1) * (MAXN + 16) + NT * NQ * 2 * (MAXD + 1)] __attribute__((aligned(64)));
     uint64_t seed = 9;
-    TEST_BEGIN("attn_prompt/int8_d64");
+    TEST_BEGIN(name);
     const gl_kv_view kv = {.type = GL_KV_I8, .data = k8, .ld = DD, .scale = ks, .lds = 1};
     const gl_kv_view vv = {.type = GL_KV_I8, .data = v8, .ld = DD, .scale = vs, .lds = 1};
     if (!gl_attn_prompt_applies(DD, &kv, &vv)) {
@@ -110,7 +110,7 @@ static void check_prompt(void)
             memset(got, 0, sizeof got);
             /* KV head 1's heads of every token, as decode.c's att rows */
             gl_attn_prompt(DD, NT, nq, q + nq * DD, QD, 0.125f, &kv, &vv, n, work, got + nq * DD, QD);
-            CHECK(gl_attn_prompt_work(NT * nq, n[NT - 1]) <= sizeof work / sizeof work[0], "work too small");
+            CHECK(gl_attn_prompt_work(DD, NT * nq, n[NT - 1]) <= sizeof work / sizeof work[0], "work too small");
             gl_attn_scratch sc = {.s = s, .q8 = q8};
             for (int t = 0; t < NT; t++) {
                 for (int h = 0; h < nq; h++)
@@ -207,11 +207,14 @@ static void check_split(const char *name, int d)
 
 int main(void)
 {
-    check_prompt();
+    check_prompt("attn_prompt/int8_d64", 64);
+    check_prompt("attn_prompt/int8_d256", 256);
     check_split("attn_split/int8_d64", 64);
     check_split("attn_split/int8_d128", 128);
     check_split("attn_split/int8_d80", 80);
     check("attn_group/int8_d64", GL_KV_I8, 64);
+    check("attn_group/int8_d128", GL_KV_I8, 128);
+    check("attn_group/int8_d256", GL_KV_I8, 256);
     check("attn_group/int8_d80_fallback", GL_KV_I8, 80);
     check("attn_group/f32_fallback", GL_KV_F32, 64);
     TEST_EXIT();

@@ -25,7 +25,9 @@ static float frand(uint64_t *s) { return (float)(rnd(s) % 1000000) / 1000000.0f;
 
 static int same_bits(float a, float b) { return !memcmp(&a, &b, sizeof a); }
 
-enum { D = 64, MAXN = 300, MAXQ = 11, PAD = 16 };
+/* head widths: one 64-wide slice, two, and Gemma 3's four */
+static const int qk_ds[] = {64, 128, 256};
+enum { QK_MAXD = 256, MAXN = 300, MAXQ = 35, PAD = 16 };
 
 /* kind 0: random; 1: extremes (-128/127 bytes); 2: all K/V bytes -128,
  * queries 127; 3: zeros in q and p */
@@ -50,37 +52,40 @@ static const int32_t *order(int n)
 static void check_set(const char *name, const qt_kv_ops *ops)
 {
     const qt_kv_ops *ref = qt_kv_ref();
-    static int8_t k[MAXN * 80], q[MAXQ * D];
+    static int8_t k[MAXN * (QK_MAXD + 16)], q[MAXQ * QK_MAXD];
     static float kd[MAXN * 2], qd[MAXQ], s[MAXQ * (MAXN + PAD)], want[MAXN];
     uint64_t seed = 21;
     char title[96];
     const int ns[] = {1, 2, 3, 15, 16, 17, 31, 33, 64, 100, 255, 300};
-    const int ldks[] = {D, 80};
 
     if (ops->qk_i8_multi) {
         snprintf(title, sizeof title, "%s/qk_i8_multi", name);
         TEST_BEGIN(title);
-        for (int kind = 0; kind < 4; kind++)
-            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
-                for (int nq = 1; nq <= MAXQ; nq += (nq < 9 ? 1 : 2))
-                    for (int li = 0; li < 4; li++) {
-                        const int n = ns[ni], ldk = ldks[li % 2], ld_s = n + PAD;
-                        const int32_t *ix = li >= 2 ? order(n) : NULL;
-                        for (int i = 0; i < n * ldk; i++) k[i] = byte_of(&seed, kind, 0);
-                        for (int i = 0; i < nq * D; i++) q[i] = byte_of(&seed, kind, 1);
-                        for (int r = 0; r < n; r++) kd[r] = frand(&seed) * 0.05f;
-                        for (int h = 0; h < nq; h++) qd[h] = frand(&seed) * 0.01f;
-                        for (int i = 0; i < nq * ld_s; i++) s[i] = 7.0f;
-                        ops->qk_i8_multi(n, D, nq, q, qd, k, ldk, kd, 1, ix, s, ld_s);
-                        for (int h = 0; h < nq; h++) {
-                            ref->qk_i8(n, D, q + h * D, qd[h], k, ldk, kd, 1, ix, want);
-                            for (int r = 0; r < n; r++)
-                                CHECK(same_bits(s[h * ld_s + r], want[r]), "kind %d n=%d nq=%d ldk=%d idx %d h=%d r=%d: %.9g vs %.9g",
-                                      kind, n, nq, ldk, ix != NULL, h, r, s[h * ld_s + r], want[r]);
-                            for (int r = n; r < ld_s; r++)
-                                CHECK(s[h * ld_s + r] == 7.0f, "n=%d nq=%d h=%d: wrote past the row at %d", n, nq, h, r);
+        for (size_t di = 0; di < sizeof qk_ds / sizeof qk_ds[0]; di++)
+            for (int kind = 0; kind < 4; kind++)
+                for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                    /* query counts across the kernels' groups of 32 */
+                    for (int nq = 1; nq <= MAXQ; nq += (nq < 9 ? 1 : nq < 31 ? 11 : 2))
+                        for (int li = 0; li < 4; li++) {
+                            const int D = qk_ds[di], n = ns[ni], ldk = li % 2 ? D + 16 : D, ld_s = n + PAD;
+                            const int32_t *ix = li >= 2 ? order(n) : NULL;
+                            for (int i = 0; i < n * ldk; i++) k[i] = byte_of(&seed, kind, 0);
+                            for (int i = 0; i < nq * D; i++) q[i] = byte_of(&seed, kind, 1);
+                            for (int r = 0; r < n; r++) kd[r] = frand(&seed) * 0.05f;
+                            for (int h = 0; h < nq; h++) qd[h] = frand(&seed) * 0.01f;
+                            for (int i = 0; i < nq * ld_s; i++) s[i] = 7.0f;
+                            ops->qk_i8_multi(n, D, nq, q, qd, k, ldk, kd, 1, ix, s, ld_s);
+                            for (int h = 0; h < nq; h++) {
+                                ref->qk_i8(n, D, q + h * D, qd[h], k, ldk, kd, 1, ix, want);
+                                for (int r = 0; r < n; r++)
+                                    CHECK(same_bits(s[h * ld_s + r], want[r]),
+                                          "d=%d kind %d n=%d nq=%d ldk=%d idx %d h=%d r=%d: %.9g vs %.9g", D, kind, n,
+                                          nq, ldk, ix != NULL, h, r, s[h * ld_s + r], want[r]);
+                                for (int r = n; r < ld_s; r++)
+                                    CHECK(s[h * ld_s + r] == 7.0f, "n=%d nq=%d h=%d: wrote past the row at %d", n, nq,
+                                          h, r);
+                            }
                         }
-                    }
         TEST_END();
     }
 
@@ -230,7 +235,7 @@ static void check_causal(const char *name, const qt_kv_ops *ops)
 {
     enum { CQ = 40, CN = 165 };
     const qt_kv_ops *ref = qt_kv_ref();
-    static int8_t k[CN * 80], q[CQ * D];
+    static int8_t k[CN * (QK_MAXD + 16)], q[CQ * QK_MAXD];
     static float kd[CN * 2], qd[CQ], s[CQ * (CN + PAD)], want[CN + PAD];
     int n[CQ];
     uint64_t seed = 5;
@@ -238,31 +243,34 @@ static void check_causal(const char *name, const qt_kv_ops *ops)
     if (!ops->qk_i8_causal) return;
     snprintf(title, sizeof title, "%s/i8_causal", name);
     TEST_BEGIN(title);
-    for (int kind = 0; kind < 4; kind++)
-        for (int shape = 0; shape < 6; shape++)
-            for (int li = 0; li < 2; li++) {
-                /* shape: tokens of 8, 3 or 1 heads from row counts n0.. up */
-                const int per = shape % 3 == 0 ? 8 : shape % 3 == 1 ? 3 : 1;
-                const int n0 = shape < 3 ? 1 : 14 + kind;
-                int nq = 0;
-                for (int t = 0; nq + per <= CQ; t++)
-                    for (int i = 0; i < per; i++) n[nq++] = n0 + t * (shape % 2 ? 3 : 1) > CN ? CN : n0 + t * (shape % 2 ? 3 : 1);
-                const int lds = 1 + li, ldk = li ? 80 : D, ld_s = CN + PAD;
-                for (int i = 0; i < CN * ldk; i++) k[i] = byte_of(&seed, kind, 0);
-                for (int i = 0; i < nq * D; i++) q[i] = byte_of(&seed, kind, 1);
-                for (int r = 0; r < CN * lds; r++) kd[r] = frand(&seed) * 0.05f;
-                for (int h = 0; h < nq; h++) qd[h] = frand(&seed) * 0.01f;
-                for (int i = 0; i < nq * ld_s; i++) s[i] = 7.0f;
-                ops->qk_i8_causal(D, nq, n, q, qd, k, ldk, kd, lds, s, ld_s);
-                for (int h = 0; h < nq; h++) {
-                    ref->qk_i8(n[h], D, q + h * D, qd[h], k, ldk, kd, lds, NULL, want);
-                    for (int r = 0; r < n[h]; r++)
-                        CHECK(same_bits(s[h * ld_s + r], want[r]), "qk kind %d shape %d lds %d h=%d n=%d r=%d: %.9g vs %.9g",
-                              kind, shape, lds, h, n[h], r, s[h * ld_s + r], want[r]);
-                    for (int r = n[h]; r < ld_s; r++)
-                        CHECK(s[h * ld_s + r] == 7.0f, "qk shape %d h=%d: wrote past the row at %d", shape, h, r);
+    for (size_t di = 0; di < sizeof qk_ds / sizeof qk_ds[0]; di++)
+        for (int kind = 0; kind < 4; kind++)
+            for (int shape = 0; shape < 6; shape++)
+                for (int li = 0; li < 2; li++) {
+                    /* shape: tokens of 8, 3 or 1 heads from row counts n0.. up */
+                    const int per = shape % 3 == 0 ? 8 : shape % 3 == 1 ? 3 : 1;
+                    const int n0 = shape < 3 ? 1 : 14 + kind;
+                    int nq = 0;
+                    for (int t = 0; nq + per <= CQ; t++)
+                        for (int i = 0; i < per; i++)
+                            n[nq++] = n0 + t * (shape % 2 ? 3 : 1) > CN ? CN : n0 + t * (shape % 2 ? 3 : 1);
+                    const int D = qk_ds[di], lds = 1 + li, ldk = li ? D + 16 : D, ld_s = CN + PAD;
+                    for (int i = 0; i < CN * ldk; i++) k[i] = byte_of(&seed, kind, 0);
+                    for (int i = 0; i < nq * D; i++) q[i] = byte_of(&seed, kind, 1);
+                    for (int r = 0; r < CN * lds; r++) kd[r] = frand(&seed) * 0.05f;
+                    for (int h = 0; h < nq; h++) qd[h] = frand(&seed) * 0.01f;
+                    for (int i = 0; i < nq * ld_s; i++) s[i] = 7.0f;
+                    ops->qk_i8_causal(D, nq, n, q, qd, k, ldk, kd, lds, s, ld_s);
+                    for (int h = 0; h < nq; h++) {
+                        ref->qk_i8(n[h], D, q + h * D, qd[h], k, ldk, kd, lds, NULL, want);
+                        for (int r = 0; r < n[h]; r++)
+                            CHECK(same_bits(s[h * ld_s + r], want[r]),
+                                  "qk d=%d kind %d shape %d lds %d h=%d n=%d r=%d: %.9g vs %.9g", D, kind, shape, lds, h,
+                                  n[h], r, s[h * ld_s + r], want[r]);
+                        for (int r = n[h]; r < ld_s; r++)
+                            CHECK(s[h * ld_s + r] == 7.0f, "qk shape %d h=%d: wrote past the row at %d", shape, h, r);
+                    }
                 }
-            }
     TEST_END();
 }
 
