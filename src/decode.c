@@ -342,10 +342,26 @@ static void attend(qlm_ctx *c, int layer, int t, int h, int th, const int32_t *p
     kv_views(c, layer, h / group, &kview, &vview);
     gl_attn_scratch sc = {.s = c->scores + (size_t)th * group * win, .n_win = group, .q8 = c->q8 + (size_t)th * D,
                           .vrows = c->vrows + (kv->type_v == QLM_KV_F32 ? (size_t)th * n_ctx * D : 0)};
-    if (by_group && !window && group > 1 && gl_attn_group_applies(D, &kview, &vview)) {
-        if (h % group == 0)
-            gl_attn_group(D, group, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n, vis, n_ctx, &sc,
-                          c->att + (size_t)t * QD + (size_t)h * D);
+    if (by_group && group > 1 && gl_attn_group_applies(D, &kview, &vview)) {
+        if (h % group) return;
+        int r0 = 0;
+        if (window) {
+            /* kv_ops.h's int8 contract gives masked rows exact zeros and
+             * takes kw from the others: the rows in the window alone give
+             * the same bits, and in rank (position) order they are the
+             * list's last ones */
+            const int min_pos = pos[t] - window + 1;
+            r0 = n;
+            while (r0 > 0 && kv->pos[vis ? vis[r0 - 1] : r0 - 1] >= min_pos) r0--;
+            if (!vis) {
+                kview.data = (const int8_t *)kview.data + (size_t)r0 * (size_t)kview.ld;
+                kview.scale += (size_t)r0 * (size_t)kview.lds;
+                vview.data = (const int8_t *)vview.data + (size_t)r0 * (size_t)vview.ld;
+                vview.scale += (size_t)r0 * (size_t)vview.lds;
+            }
+        }
+        gl_attn_group(D, group, c->q + (size_t)t * QD + (size_t)h * D, scale, &kview, &vview, n - r0,
+                      vis ? vis + r0 : NULL, n_ctx, &sc, c->att + (size_t)t * QD + (size_t)h * D);
         return;
     }
     const gl_attn_mask mask = {.row_pos = window ? kv->pos : NULL, .min_pos = pos[t] - window + 1};
