@@ -143,26 +143,19 @@ void gl_gelu_table(uint16_t *tab)
     for (int i = 0; i < GL_GELU_ENTRIES; i++) tab[i] = gelu_half((uint16_t)i);
 }
 
-static void geglu_range(float *g, const float *u, int64_t n, const uint16_t *tab)
-{
-    for (int64_t i = 0; i < n; i++) {
-        const float x = g[i];
-        const float y = x <= -10.0f ? 0.0f : x >= 10.0f ? x : qt_f16_to_f32(tab[qt_f32_to_f16(x)]);
-        g[i] = y * u[i];
-    }
-}
-
 void gl_geglu(float *g, const float *u, int64_t n, const uint16_t *tab)
 {
+    const qt_f32_ops *ops = qt_f32();
+    void (*const gg)(float *, const float *, int64_t, const uint16_t *) = ops->geglu ? ops->geglu : qt_f32_ref()->geglu;
     if (n >= PAR_MIN) {
         #pragma omp parallel
         {
             const int64_t nth = omp_get_num_threads(), th = omp_get_thread_num();
             const int64_t per = (n + nth - 1) / nth, i0 = th * per < n ? th * per : n;
-            geglu_range(g + i0, u + i0, n - i0 < per ? n - i0 : per, tab);
+            gg(g + i0, u + i0, n - i0 < per ? n - i0 : per, tab);
         }
     } else {
-        geglu_range(g, u, n, tab);
+        gg(g, u, n, tab);
     }
 }
 

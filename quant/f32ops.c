@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "fp16.h"
 
 float qt_reduce16(const float a[16])
 {
@@ -110,6 +111,15 @@ static void ref_swiglu(float *g, const float *u, int64_t n)
     }
 }
 
+static void ref_geglu(float *g, const float *u, int64_t n, const uint16_t *tab)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i];
+        const float y = x <= -10.0f ? 0.0f : x >= 10.0f ? x : qt_f16_to_f32(tab[qt_f32_to_f16(x)]);
+        g[i] = y * u[i];
+    }
+}
+
 static void ref_rmsnorm(int nt, int n, float *x, const float *y, const float *w, float eps, float *out)
 {
     for (int t = 0; t < nt; t++) {
@@ -139,7 +149,7 @@ static void ref_rope(float *x, int n_head, int head_dim, int n_rot, int neox, co
 }
 
 static const qt_f32_ops ref_ops = {.name = "scalar", .dot = ref_dot, .pv = ref_pv, .exp16 = ref_exp16,
-                                   .softmax = ref_softmax, .swiglu = ref_swiglu, .rmsnorm = ref_rmsnorm,
+                                   .softmax = ref_softmax, .swiglu = ref_swiglu, .geglu = ref_geglu, .rmsnorm = ref_rmsnorm,
                                    .rope = ref_rope};
 
 const qt_f32_ops *qt_f32_ref(void) { return &ref_ops; }

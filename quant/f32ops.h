@@ -34,6 +34,11 @@ typedef struct qt_f32_ops {
      * of 16), exp being exp16's (ggml's vector SwiGLU).  NULL: the
      * reference's. */
     void (*swiglu)(float *g, const float *u, int64_t n);
+    /* ggml's GeGLU through its gelu table: g[i] = y * u[i], y = 0 for g
+     * <= -10, g for g >= 10, else f32(tab[f16(g)]) (tab: gelu of every
+     * half, 65536 entries; f16 rounds to nearest even).  n any.  NULL:
+     * the reference's. */
+    void (*geglu)(float *g, const float *u, int64_t n, const uint16_t *tab);
     /* ggml's RMSNorm of nt <= QT_RMS_ROWS rows of n floats (row t at
      * x + t * n), after y's rows are added to x's (y NULL: none, and x is
      * only read; else x gets the sums, each rounded to float): each row's
@@ -64,6 +69,8 @@ float qt_reduce16(const float a[16]);
 #if defined(__x86_64__)
 extern const qt_f32_ops qt_f32_avx512;
 extern const qt_f32_ops qt_f32_avx2; /* dot, exp16, softmax, swiglu; pv: the reference's */
+/* AVX2's GeGLU (x86_avx2_f32.c), which the AVX-512 set takes too. */
+void qt_avx2_geglu(float *g, const float *u, int64_t n, const uint16_t *tab);
 #endif
 #if defined(__aarch64__)
 extern const qt_f32_ops qt_f32_neon; /* quant/arm_neon.c */

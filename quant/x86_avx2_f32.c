@@ -89,6 +89,26 @@ static void swiglu(float *g, const float *u, int64_t n)
     }
 }
 
+/* 8 lanes at a time: F16C's conversion (nearest even, as the reference's
+ * qt_f32_to_f16), the table read lane by lane, the clamps by blends (a
+ * NaN compares false both ways and takes the table's NaN, as there). */
+void qt_avx2_geglu(float *g, const float *u, int64_t n, const uint16_t *tab)
+{
+    const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
+    const int64_t n8 = n & ~(int64_t)7;
+    for (int64_t i = 0; i < n8; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        uint16_t h[8], t[8];
+        _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+        for (int l = 0; l < 8; l++) t[l] = tab[h[l]];
+        __m256 y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)t));
+        y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, hi, _CMP_GE_OQ));
+        y = _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LE_OQ), y);
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(y, _mm256_loadu_ps(u + i)));
+    }
+    if (n8 < n) qt_f32_ref()->geglu(g + n8, u + n8, n - n8, tab);
+}
+
 /* The rows' x * scale * w, 8 lanes at a time, the tail as the reference. */
 static void rms_scale(int nt, int n, const float *x, const float *w, const float *scale, float *out)
 {
@@ -184,7 +204,7 @@ static void rope(float *x, int n_head, int head_dim, int n_rot, int neox, const 
 }
 
 const qt_f32_ops qt_f32_avx2 = {.name = "avx2", .dot = dot, .pv = pv, .exp16 = exp16, .softmax = softmax,
-                                .swiglu = swiglu, .rmsnorm = rmsnorm, .rope = rope};
+                                .swiglu = swiglu, .geglu = qt_avx2_geglu, .rmsnorm = rmsnorm, .rope = rope};
 
 #else
 typedef int qt_x86_avx2_f32_unused;

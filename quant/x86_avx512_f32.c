@@ -197,7 +197,7 @@ static void rope(float *x, int n_head, int head_dim, int n_rot, int neox, const 
 }
 
 const qt_f32_ops qt_f32_avx512 = {.name = "avx512", .dot = dot, .pv = pv, .exp16 = exp16, .softmax = softmax,
-                                  .swiglu = swiglu, .rmsnorm = rmsnorm, .rope = rope};
+                                  .swiglu = swiglu, .geglu = qt_avx2_geglu, .rmsnorm = rmsnorm, .rope = rope};
 
 #else
 typedef int qt_x86_avx512_f32_unused;
