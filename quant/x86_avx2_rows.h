@@ -107,4 +107,48 @@ INLINE void load8x8(const uint8_t *p, size_t stride, __m256i v[8])
 #define SUB_ASM(CODE)                                                                                          \
     __asm__ volatile(CODE : SUB_OUTS : SUB_INS, [sw0] "r"(sw0), [sw1] "r"(sw1), [is] "r"(is) : "memory")
 
+/* ---- the products of 2 columns and 16 rows, sums in registers --------------
+ * For 16-element sub-blocks (the tiled K-quant kernels) the 4-column step's
+ * int32 sums, one load, add and store per sub-block and half, were most of
+ * its memory operations, twice over for Q6_K's split sums.  With 2 columns
+ * the int32 sums (ihc) stay in registers across a whole super-block: 14
+ * registers, ahc the int16 pair sums as above, s0 and s1 the halves'
+ * scales.  llvm-mca -mcpu=znver3, cycles per 1024 products: 24 (split) and
+ * 23 against the 4-column step's 38 and 26.  The caller keeps ihc in
+ * variables passed as "+x" operands, so they live in registers between
+ * the asm statements (volatile with a memory clobber, as SUB_ASM). */
+#define S2_FIRST(K, Y, A0, A1)                                \
+    "vpbroadcastd " #K "*4(%[" Y "]), %[b]\n\t"               \
+    "vpmaddubsw %[b], %[w0], %[" A0 "]\n\t"                   \
+    "vpmaddubsw %[b], %[w1], %[" A1 "]\n\t"
+#define S2_NEXT(K, Y, A0, A1)                                 \
+    "vpbroadcastd " #K "*4(%[" Y "]), %[b]\n\t"               \
+    "vpmaddubsw %[b], %[w0], %[t]\n\t"                        \
+    "vpaddw %[t], %[" A0 "], %[" A0 "]\n\t"                   \
+    "vpmaddubsw %[b], %[w1], %[t]\n\t"                        \
+    "vpaddw %[t], %[" A1 "], %[" A1 "]\n\t"
+#define S2_STEP(M, K)                                         \
+    "vmovdqa " #K "*32(%[u0]), %[w0]\n\t"                     \
+    "vmovdqa " #K "*32(%[u1]), %[w1]\n\t"                     \
+    M(K, "y0", "a00", "a10") M(K, "y1", "a01", "a11")
+#define S2_OUT                                                                                  \
+    "vpmaddwd %[s0], %[a00], %[a00]\n\t" "vpaddd %[a00], %[i00], %[i00]\n\t"                    \
+    "vpmaddwd %[s0], %[a01], %[a01]\n\t" "vpaddd %[a01], %[i01], %[i01]\n\t"                    \
+    "vpmaddwd %[s1], %[a10], %[a10]\n\t" "vpaddd %[a10], %[i10], %[i10]\n\t"                    \
+    "vpmaddwd %[s1], %[a11], %[a11]\n\t" "vpaddd %[a11], %[i11], %[i11]\n\t"
+#define S2_SCALES "vmovdqa (%[sw0]), %[s0]\n\t" "vmovdqa (%[sw1]), %[s1]\n\t"
+/* a 16-element sub-block: quants up to 31 in one int16 sum, up to 63
+ * (Q6_K) in two of two steps */
+#define S2_16 S2_SCALES S2_STEP(S2_FIRST, 0) S2_STEP(S2_NEXT, 1) S2_STEP(S2_NEXT, 2) S2_STEP(S2_NEXT, 3) S2_OUT
+#define S2_SPLIT S2_SCALES S2_STEP(S2_FIRST, 0) S2_STEP(S2_NEXT, 1) S2_OUT \
+    S2_STEP(S2_FIRST, 2) S2_STEP(S2_NEXT, 3) S2_OUT
+#define S2_REGS __m256i a00, a01, a10, a11, w0, w1, b, t, s0, s1
+#define S2_ASM(CODE)                                                                                            \
+    __asm__ volatile(CODE                                                                                       \
+            : [a00] "=&x"(a00), [a01] "=&x"(a01), [a10] "=&x"(a10), [a11] "=&x"(a11), [w0] "=&x"(w0),          \
+              [w1] "=&x"(w1), [b] "=&x"(b), [t] "=&x"(t), [s0] "=&x"(s0), [s1] "=&x"(s1), [i00] "+x"(i00),      \
+              [i01] "+x"(i01), [i10] "+x"(i10), [i11] "+x"(i11)                                            \
+            : [u0] "r"(u0), [u1] "r"(u1), [y0] "r"(y0), [y1] "r"(y1), [sw0] "r"(sw0), [sw1] "r"(sw1)            \
+            : "memory")
+
 #endif
