@@ -108,15 +108,17 @@ INLINE void load8x8(const uint8_t *p, size_t stride, __m256i v[8])
     __asm__ volatile(CODE : SUB_OUTS : SUB_INS, [sw0] "r"(sw0), [sw1] "r"(sw1), [is] "r"(is) : "memory")
 
 /* ---- the products of 2 columns and 16 rows, sums in registers --------------
- * For 16-element sub-blocks (the tiled K-quant kernels) the 4-column step's
- * int32 sums, one load, add and store per sub-block and half, were most of
- * its memory operations, twice over for Q6_K's split sums.  With 2 columns
- * the int32 sums (ihc) stay in registers across a whole super-block: 14
+ * For Q6_K's 16-element sub-blocks, whose quants (up to 63) need two int16
+ * sums each, the 4-column step's int32 sums (one load, add and store per
+ * sum and half) were most of its memory operations.  With 2 columns the
+ * int32 sums (ihc) stay in registers across a whole super-block: 14
  * registers, ahc the int16 pair sums as above, s0 and s1 the halves'
- * scales.  llvm-mca -mcpu=znver3, cycles per 1024 products: 24 (split) and
- * 23 against the 4-column step's 38 and 26.  The caller keeps ihc in
- * variables passed as "+x" operands, so they live in registers between
- * the asm statements (volatile with a memory clobber, as SUB_ASM). */
+ * scales.  llvm-mca -mcpu=znver3: 24 cycles per 1024 products against
+ * the 4-column step's 38 (measured: 1.04-1.09x; for one int16 sum per
+ * sub-block, 23 against 26 in the model but 0.96-1.0x measured, so those
+ * keep the 4-column step).  The caller keeps ihc in variables passed as
+ * "+x" operands, so they live in registers between the asm statements
+ * (volatile with a memory clobber, as SUB_ASM). */
 #define S2_FIRST(K, Y, A0, A1)                                \
     "vpbroadcastd " #K "*4(%[" Y "]), %[b]\n\t"               \
     "vpmaddubsw %[b], %[w0], %[" A0 "]\n\t"                   \
@@ -137,9 +139,7 @@ INLINE void load8x8(const uint8_t *p, size_t stride, __m256i v[8])
     "vpmaddwd %[s1], %[a10], %[a10]\n\t" "vpaddd %[a10], %[i10], %[i10]\n\t"                    \
     "vpmaddwd %[s1], %[a11], %[a11]\n\t" "vpaddd %[a11], %[i11], %[i11]\n\t"
 #define S2_SCALES "vmovdqa (%[sw0]), %[s0]\n\t" "vmovdqa (%[sw1]), %[s1]\n\t"
-/* a 16-element sub-block: quants up to 31 in one int16 sum, up to 63
- * (Q6_K) in two of two steps */
-#define S2_16 S2_SCALES S2_STEP(S2_FIRST, 0) S2_STEP(S2_NEXT, 1) S2_STEP(S2_NEXT, 2) S2_STEP(S2_NEXT, 3) S2_OUT
+/* a 16-element sub-block in two int16 sums of two steps */
 #define S2_SPLIT S2_SCALES S2_STEP(S2_FIRST, 0) S2_STEP(S2_NEXT, 1) S2_OUT \
     S2_STEP(S2_FIRST, 2) S2_STEP(S2_NEXT, 3) S2_OUT
 #define S2_REGS __m256i a00, a01, a10, a11, w0, w1, b, t, s0, s1

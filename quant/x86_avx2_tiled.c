@@ -316,6 +316,17 @@ INLINE void sub_2x2_split(const rows8 p[2], const __m256i sw[2][16], const qt_bl
     is[0] = i00, is[1] = i01, is[2] = i10, is[3] = i11;
 }
 
+/* The float steps of nc columns against both halves, is[nc * h + column]. */
+INLINE void finish_columns(const rows8 p[2], const qt_block_q8_K *const yb[], const __m256i is[], const int nc,
+                           float *out, size_t out_stride)
+{
+    for (int i = 0; i < nc; i++) {
+        __m256i pr[8]; /* one column's pairs for both halves */
+        bsum_pairs(yb[i], pr);
+        for (int h = 0; h < 2; h++) col_finish_pairs(&p[h], yb[i], is[nc * h + i], pr, out + i * out_stride + 8 * h);
+    }
+}
+
 void qt_avx2_tiled_rows16(qt_type type, int n, const void *vx, size_t x_stride, const void *vy, size_t y_stride,
                           int ncols, float *out, size_t out_stride)
 {
@@ -343,12 +354,7 @@ void qt_avx2_tiled_rows16(qt_type type, int n, const void *vx, size_t x_stride, 
             for (int i = 0; i < 2; i++) yb[i] = (const qt_block_q8_K *)((const uint8_t *)vy + (c + i) * y_stride) + b;
             __m256i is[4]; /* [2h + column] */
             sub_2x2_split(p, sw, yb, is);
-            for (int i = 0; i < 2; i++) {
-                __m256i pr[8]; /* one column's pairs for both halves */
-                bsum_pairs(yb[i], pr);
-                for (int h = 0; h < 2; h++)
-                    col_finish_pairs(&p[h], yb[i], is[2 * h + i], pr, out + (c + i) * out_stride + 8 * h);
-            }
+            finish_columns(p, yb, is, 2, out + c * out_stride, out_stride);
         }
         for (; c + 4 <= ncols; c += 4) {
             const qt_block_q8_K *yb[4];
@@ -357,12 +363,7 @@ void qt_avx2_tiled_rows16(qt_type type, int n, const void *vx, size_t x_stride, 
             sub_4x2(p, sw, 0, yb, 1, split, is);
 #pragma GCC unroll 1
             for (int j = 1; j < 16; j++) sub_4x2(p, sw, j, yb, 0, split, is);
-            for (int i = 0; i < 4; i++) {
-                __m256i pr[8]; /* one column's pairs for both halves */
-                bsum_pairs(yb[i], pr);
-                for (int h = 0; h < 2; h++)
-                    col_finish_pairs(&p[h], yb[i], is[4 * h + i], pr, out + (c + i) * out_stride + 8 * h);
-            }
+            finish_columns(p, yb, is, 4, out + c * out_stride, out_stride);
         }
         for (; c < ncols; c++) {
             const qt_block_q8_K *y0 = (const qt_block_q8_K *)((const uint8_t *)vy + c * y_stride) + b;

@@ -813,6 +813,8 @@ INLINE void gemv_k_x16(int n, float *s, const uint8_t *w, const qt_block_q8_K *y
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, accm0 = acc0, accm1 = acc0;
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * step;
+        /* 4 blocks ahead (one thread, from memory: ~10% faster than 1 in
+         * 5 of 6 alternated pairs; 2 threads in a model: level) */
         for (size_t o = 0; o < step; o += 64) _mm_prefetch((const char *)(blk + 4 * step + o), _MM_HINT_T0);
         __m256i h0[4], h1[4], sums[4], dd0, dd1;
         k_head(blk, 0, 0, 1, h0);
