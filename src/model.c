@@ -364,8 +364,9 @@ static void copy_rows(gl_tensor *t, uint8_t *dst, bool release)
     const uint8_t *src = t->data;
     #pragma omp parallel for schedule(dynamic, 1)
     for (size_t i = 0; i < n; i += piece) {
-        memcpy(dst + i, src + i, n - i < piece ? n - i : piece);
-        if (release) release_mapped(src + i, n - i < piece ? n - i : piece);
+        const size_t len = n - i < piece ? n - i : piece;
+        memcpy(dst + i, src + i, len);
+        if (release) release_mapped(src + i, len);
     }
     t->data = dst;
 }
