@@ -200,7 +200,7 @@ static void pv_f16(int n, int d, const uint16_t *v, int64_t ldv, const int32_t *
     PV_BODY(uint16_t, v16_f16, p[r])
 }
 
-/* ---- several queries over the same K rows (d = 64) --------------------
+/* ---- several queries over the same K rows (d a multiple of 64) ---------
  *
  * q.k: 16 K rows are transposed once into row-per-lane form (vector j
  * holds bytes 4j..4j+3 of each row), offset to unsigned by +128; each
@@ -238,26 +238,32 @@ INLINE void k_lanes(const int8_t *k, int64_t ldk, const int32_t *idx, int r0, in
     for (int j = 0; j < 16; j++) u[j] = _mm512_xor_si512(u[j], flip);
 }
 
+/* 128 * sum(q[0..d)), what the +128 on k adds */
+INLINE int32_t q_corr(int d, const int8_t *q)
+{
+    int32_t sum = 0;
+    for (int e = 0; e < d; e++) sum += q[e];
+    return 128 * sum;
+}
+
+/* Heads wider than 64 go in 64-wide slices: each slice's 16 rows are laid
+ * out once (up to QT_KV_MULTI_MAXD / 64 of them, 4 KB) and every query's
+ * integer chain runs through all of them, so the sums are the one-slice
+ * kernel's (integer adds: exact in any order). */
+#define QK_SLICES (QT_KV_MULTI_MAXD / 64)
+
 static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, const int8_t *k, int64_t ldk,
                         const float *kd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s)
 {
-    if (d != 64) { /* wider heads: AVX2's slices, the same bits */
-        qt_avx2_qk_i8_multi(n, d, nq, q, qd, k, ldk, kd, lds, idx, s, ld_s);
-        return;
-    }
     if (n <= 0) return;
-    /* 128 * sum(q) of each query, what the +128 on k adds */
+    const int ns = d / 64;
     int32_t corr[QK_GROUP];
     for (int h0 = 0; h0 < nq; h0 += QK_GROUP) {
         const int g = nq - h0 < QK_GROUP ? nq - h0 : QK_GROUP;
-        for (int h = 0; h < g; h++) {
-            int32_t sum = 0;
-            for (int e = 0; e < 64; e++) sum += q[(h0 + h) * 64 + e];
-            corr[h] = 128 * sum;
-        }
+        for (int h = 0; h < g; h++) corr[h] = q_corr(d, q + (int64_t)(h0 + h) * d);
         for (int r0 = 0; r0 < n; r0 += 16) {
-            __m512i u[16];
-            k_lanes(k, ldk, idx, r0, n, u);
+            __m512i u[QK_SLICES][16];
+            for (int sl = 0; sl < ns; sl++) k_lanes(k + 64 * sl, ldk, idx, r0, n, u[sl]);
             const __mmask16 m = mask16(n - r0);
             float kv[16];
             for (int i = 0; i < 16; i++)
@@ -268,7 +274,9 @@ static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, 
 #pragma GCC unroll 8
             for (int h = 0; h < QK_GROUP; h++)
                 if (h < g) {
-                    const __m512i acc = dot64_bcast(_mm512_set1_epi32(-corr[h]), u, q + (h0 + h) * 64);
+                    const int8_t *qh = q + (int64_t)(h0 + h) * d;
+                    __m512i acc = dot64_bcast(_mm512_set1_epi32(-corr[h]), u[0], qh);
+                    for (int sl = 1; sl < ns; sl++) acc = dot64_bcast(acc, u[sl], qh + 64 * sl);
                     /* (float)sum * (qd * kd), as qk_i8 */
                     const __m512 w = _mm512_mul_ps(_mm512_set1_ps(qd[h0 + h]), vkd);
                     _mm512_mask_storeu_ps(s + (h0 + h) * ld_s + r0, m, _mm512_mul_ps(_mm512_cvtepi32_ps(acc), w));
@@ -277,7 +285,7 @@ static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, 
     }
 }
 
-/* ---- a prompt's causal block (d = 64, rows 0..n[h]-1) ------------------
+/* ---- a prompt's causal block (d a multiple of 64, rows 0..n[h]-1) ---
  *
  * qk_i8_multi's steps, each K tile once for every query of the block (a
  * run of tokens times a KV head's query heads) instead of once per token:
@@ -285,32 +293,28 @@ static void qk_i8_multi(int n, int d, int nq, const int8_t *q, const float *qd, 
 
 /* dot64_bcast in two chains (integer adds: exact in any order), so that a
  * query's 16 steps are not one dependent chain */
-INLINE __m512i dot64_bcast2(int32_t corr, const __m512i u[16], const int8_t *q)
+INLINE void dot64_bcast2(__m512i *a0, __m512i *a1, const __m512i u[16], const int8_t *q)
 {
-    __m512i a0 = _mm512_set1_epi32(-corr), a1 = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int j = 0; j < 16; j += 2) {
-        __asm__("%{evex%} vpdpbusd %2%{1to16%}, %1, %0" : "+v"(a0) : "v"(u[j]), "m"(*(const int32_t *)(q + 4 * j)));
-        __asm__("%{evex%} vpdpbusd %2%{1to16%}, %1, %0" : "+v"(a1) : "v"(u[j + 1]), "m"(*(const int32_t *)(q + 4 * j + 4)));
+        __asm__("%{evex%} vpdpbusd %2%{1to16%}, %1, %0" : "+v"(*a0) : "v"(u[j]), "m"(*(const int32_t *)(q + 4 * j)));
+        __asm__("%{evex%} vpdpbusd %2%{1to16%}, %1, %0" : "+v"(*a1) : "v"(u[j + 1]), "m"(*(const int32_t *)(q + 4 * j + 4)));
     }
-    return _mm512_add_epi32(a0, a1);
 }
 
 static void qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const float *qd, const int8_t *k,
                          int64_t ldk, const float *kd, int64_t lds, float *s, int64_t ld_s)
 {
-    (void)d; /* 64 */
-    int32_t corr[QT_KV_CAUSAL_MAXQ]; /* 128 * sum(q), as in qk_i8_multi */
+    const int ns = d / 64;
+    int32_t corr[QT_KV_CAUSAL_MAXQ];
     int n_max = 0;
     for (int h = 0; h < nq; h++) {
-        int32_t sum = 0;
-        for (int e = 0; e < 64; e++) sum += q[h * 64 + e];
-        corr[h] = 128 * sum;
+        corr[h] = q_corr(d, q + (int64_t)h * d);
         if (n[h] > n_max) n_max = n[h];
     }
     for (int r0 = 0; r0 < n_max; r0 += 16) {
-        __m512i u[16];
-        k_lanes(k, ldk, NULL, r0, n_max, u);
+        __m512i u[QK_SLICES][16];
+        for (int sl = 0; sl < ns; sl++) k_lanes(k + 64 * sl, ldk, NULL, r0, n_max, u[sl]);
         __m512 vkd;
         if (lds == 1) {
             vkd = _mm512_maskz_loadu_ps(mask16(n_max - r0), kd + r0);
@@ -321,10 +325,13 @@ static void qk_i8_causal(int d, int nq, const int *n, const int8_t *q, const flo
         }
         for (int h = 0; h < nq; h++) {
             if (n[h] <= r0) continue;
-            const __m512i acc = dot64_bcast2(corr[h], u, q + h * 64);
+            const int8_t *qh = q + (int64_t)h * d;
+            __m512i a0 = _mm512_set1_epi32(-corr[h]), a1 = _mm512_setzero_si512();
+            for (int sl = 0; sl < ns; sl++) dot64_bcast2(&a0, &a1, u[sl], qh + 64 * sl);
             /* (float)sum * (qd * kd), as qk_i8 */
             const __m512 w = _mm512_mul_ps(_mm512_set1_ps(qd[h]), vkd);
-            _mm512_mask_storeu_ps(s + h * ld_s + r0, mask16(n[h] - r0), _mm512_mul_ps(_mm512_cvtepi32_ps(acc), w));
+            _mm512_mask_storeu_ps(s + h * ld_s + r0, mask16(n[h] - r0),
+                                  _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a0, a1)), w));
         }
     }
 }
