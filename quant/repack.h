@@ -104,7 +104,7 @@ typedef struct qt_rp_wide {
  * block's 16 f16 scales (row r's at word r).  A block's quant bytes are
  * four 64-byte chunks: chunk k holds bytes 4k..4k+3 of the row's qs[] for
  * rows 0..15 in turn, i.e. the row-per-lane form the kernels compute in.
- * Q4_K and Q2_K (AVX2 only): super-block b of the 16 rows takes 16 block
+ * Q4_K and Q2_K: super-block b of the 16 rows takes 16 block
  * sizes from 16 b block sizes on: each row's first 16 bytes (Q4_K: d,
  * dmin and the scales; Q2_K: the scales) at 16 r; Q2_K then each row's d
  * and dmin at 256 + 4 r; then the quants, the 4-byte groups k of bytes

@@ -58,12 +58,30 @@ INLINE __m512i pair16(__m512i lo, __m512i hi)
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
+/* Where a super-block's bytes come from: 16 rows `stride` apart, each
+ * turned into row-per-lane form by the loads, or (x16, stride unused) a
+ * super-block of a group in repack.h's x16 layout, whose quant chunks are
+ * that form already and whose 16-byte row heads sit 16 bytes apart. */
+INLINE size_t head_stride(size_t stride, const int x16) { return x16 ? 16 : stride; }
+
+/* The 16 quant vectors of row bytes off..off+63 (rows), i.e. x16 chunks
+ * ch..ch+15 from byte at (x16). */
+INLINE void quants16(const uint8_t *blk, size_t stride, size_t off, size_t at, int ch, const int x16, __m512i v[16])
+{
+    if (!x16) {
+        load16x16(blk + off, stride, v);
+        return;
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_si512((const void *)(blk + at + 64 * (size_t)(ch + i)));
+}
+
 /* Q4_K's d, dmin and 6-bit scales and mins of the 16 rows, as
  * quant/repack_ref.c's q4_K_scale_min; the mins as int16 pairs. */
-INLINE void scales_q4_K(panel *p, const uint8_t *blk, size_t stride)
+INLINE void scales_q4_K(panel *p, const uint8_t *blk, size_t stride, const int x16)
 {
     __m512i h[4];
-    load16x4(blk, stride, h); /* d | dmin, then the 12 scale bytes */
+    load16x4(blk, head_stride(stride, x16), h); /* d | dmin, then the 12 scale bytes */
     p->d = halves(h[0], 0);
     p->dmin = halves(h[0], 1);
     const __m512i s0 = h[1], s1 = h[2], s2 = h[3];
@@ -82,13 +100,18 @@ INLINE void scales_q4_K(panel *p, const uint8_t *blk, size_t stride)
     for (int j = 0; j < 8; j++) p->scf[j] = _mm512_cvtepi32_ps(p->sc[j]);
 }
 
-static void pack_q4_K(panel *p, const uint8_t *blk, size_t stride)
+/* x16 (repack.h): the quants' chunks start after the 16 row heads */
+#define X16_Q4_K_QS 256
+#define X16_Q2_K_D 256
+#define X16_Q2_K_QS 320
+
+INLINE void pack_q4_K(panel *p, const uint8_t *blk, size_t stride, const int x16)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     /* qs byte 32g + 4k + t: low nibble element 64g + 4k + t, high 64g + 32 + 4k + t */
     __m512i raw[32];
-    load16x16(blk + 16, stride, raw);
-    load16x16(blk + 80, stride, raw + 16);
+    quants16(blk, stride, 16, X16_Q4_K_QS, 0, x16, raw);
+    quants16(blk, stride, 80, X16_Q4_K_QS, 16, x16, raw + 16);
 #pragma GCC unroll 4
     for (int g = 0; g < 4; g++)
 #pragma GCC unroll 8
@@ -96,15 +119,15 @@ static void pack_q4_K(panel *p, const uint8_t *blk, size_t stride)
             p->u[16 * g + k] = _mm512_and_si512(raw[8 * g + k], m4);
             p->u[16 * g + 8 + k] = _mm512_and_si512(_mm512_srli_epi16(raw[8 * g + k], 4), m4);
         }
-    scales_q4_K(p, blk, stride);
+    scales_q4_K(p, blk, stride, x16);
 }
 
 /* Q2_K's per-sub-block 4-bit scales, each in both int16 halves of its
  * lanes (sw), and its mins as int16 pairs (p->mins). */
-INLINE void scales_q2_K(panel *p, __m512i sw[16], const uint8_t *blk, size_t stride)
+INLINE void scales_q2_K(panel *p, __m512i sw[16], const uint8_t *blk, size_t stride, const int x16)
 {
     __m512i m[16], h[4];
-    load16x4(blk, stride, h);
+    load16x4(blk, head_stride(stride, x16), h);
 #pragma GCC unroll 4
     for (int t = 0; t < 4; t++)
 #pragma GCC unroll 4
@@ -117,10 +140,13 @@ INLINE void scales_q2_K(panel *p, __m512i sw[16], const uint8_t *blk, size_t str
 }
 
 /* Q2_K's d and dmin: the block's last 16 bytes end with d | dmin. */
-INLINE void d_q2_K(panel *p, const uint8_t *blk, size_t stride)
+INLINE void d_q2_K(panel *p, const uint8_t *blk, size_t stride, const int x16)
 {
     __m512i h[4];
-    load16x4(blk + 68, stride, h);
+    if (x16)
+        h[3] = _mm512_loadu_si512((const void *)(blk + X16_Q2_K_D));
+    else
+        load16x4(blk + 68, stride, h);
     p->d = halves(h[3], 0);
     p->dmin = halves(h[3], 1);
 }
@@ -133,18 +159,18 @@ INLINE __m512i q2_K_scaled(__m512i raw, int q, __m512i sw)
     return _mm512_mullo_epi16(v, sw);
 }
 
-static void pack_q2_K(panel *p, const uint8_t *blk, size_t stride)
+INLINE void pack_q2_K(panel *p, const uint8_t *blk, size_t stride, const int x16)
 {
     __m512i sw[16], raw[16]; /* per sub-block: scale in both int16 halves */
-    scales_q2_K(p, sw, blk, stride);
-    load16x16(blk + 16, stride, raw);
+    scales_q2_K(p, sw, blk, stride, x16);
+    quants16(blk, stride, 16, X16_Q2_K_QS, 0, x16, raw);
 #pragma GCC unroll 2
     for (int g = 0; g < 2; g++)
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++)
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) p->u[32 * g + 8 * q + k] = q2_K_scaled(raw[8 * g + k], q, sw[8 * g + 2 * q + k / 4]);
-    d_q2_K(p, blk, stride);
+    d_q2_K(p, blk, stride, x16);
 }
 
 /* Adds one super-block of `nc` columns (y: their blocks, y_stride apart)
@@ -247,8 +273,29 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
     }
 }
 
+/* A super-block of the 16 rows: block b of each row, or (x16) the b-th
+ * 16 block sizes of the group. */
+INLINE const uint8_t *super_block(const void *w, int b, size_t bs, const int x16)
+{
+    return (const uint8_t *)w + (size_t)b * bs * (x16 ? 16 : 1);
+}
+
+/* Asks for the super-block `ahead` on of the 16 rows (rows: from block b
+ * + ahead of each row, on into the next group's rows; x16: the group is
+ * one stream, which runs on into the next group). */
+INLINE void prefetch_sb(const void *w, size_t stride, int nb, int b, int ahead, size_t bs, const int x16)
+{
+    if (x16) {
+        const uint8_t *p = super_block(w, b + ahead, bs, 1);
+        for (size_t o = 0; o < 16 * bs; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+    } else {
+        prefetch_ahead(w, stride, (size_t)nb * bs, (size_t)(b + ahead) * bs, bs);
+    }
+}
+
 INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                  const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k, const int vnni)
+                  const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k, const int vnni,
+                  const int x16)
 {
     const size_t ps = aux_stride / sizeof(uint32_t);
     const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
@@ -263,12 +310,12 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
             _mm512_store_ps(sm + 16 * c, _mm512_setzero_ps());
         }
         for (int b = 0; b < n / QT_QK_K; b++) {
-            const uint8_t *blk = (const uint8_t *)w + (size_t)b * bs;
-            if (b + 2 < n / QT_QK_K) prefetch_rows(blk + 2 * bs, w_stride, bs);
+            const uint8_t *blk = super_block(w, b, bs, x16);
+            if (b + 2 < n / QT_QK_K) prefetch_sb(w, w_stride, n / QT_QK_K, b, 2, bs, x16);
             if (q4k)
-                pack_q4_K(&p, blk, w_stride);
+                pack_q4_K(&p, blk, w_stride, x16);
             else
-                pack_q2_K(&p, blk, w_stride);
+                pack_q2_K(&p, blk, w_stride, x16);
             const uint8_t *yb = yc + (size_t)b * sizeof(qt_block_q8_K);
             const uint32_t *pairs = q4k ? (const uint32_t *)aux + 4 * b : NULL;
             int c = 0;
@@ -296,15 +343,15 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
 /* One Q4_K super-block of the 16 rows against y: each row's exact
  * sum of scale.q.y (is) and mins term (im); d and dmin in p. */
 INLINE void sums_q4_K(panel *p, const uint8_t *blk, size_t stride, const qt_block_q8_K *y, __m512i *is, __m512i *im,
-                      const int vnni)
+                      const int vnni, const int x16)
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    scales_q4_K(p, blk, stride);
+    scales_q4_K(p, blk, stride, x16);
     *is = *im = _mm512_setzero_si512();
     for (int h = 0; h < 2; h++) {
         /* qs bytes 64h..64h+63: groups 2h and 2h + 1 (see pack_q4_K) */
         __m512i raw[16];
-        load16x16(blk + 16 + 64 * h, stride, raw);
+        quants16(blk, stride, 16 + 64 * h, X16_Q4_K_QS, 16 * h, x16, raw);
 #pragma GCC unroll 2
         for (int gg = 0; gg < 2; gg++) {
             const int g = 2 * h + gg;
@@ -327,11 +374,11 @@ INLINE void sums_q4_K(panel *p, const uint8_t *blk, size_t stride, const qt_bloc
 
 /* The same for Q2_K (scales folded into the quants as in pack_q2_K). */
 INLINE void sums_q2_K(panel *p, const uint8_t *blk, size_t stride, const qt_block_q8_K *y, __m512i *is, __m512i *im,
-                      const int vnni)
+                      const int vnni, const int x16)
 {
     __m512i sw[16], raw[16];
-    scales_q2_K(p, sw, blk, stride);
-    load16x16(blk + 16, stride, raw);
+    scales_q2_K(p, sw, blk, stride, x16);
+    quants16(blk, stride, 16, X16_Q2_K_QS, 0, x16, raw);
     /* two chains, so that vpdpbusd's latency overlaps */
     __m512i e = _mm512_setzero_si512(), o = _mm512_setzero_si512();
 #pragma GCC unroll 2
@@ -353,25 +400,25 @@ INLINE void sums_q2_K(panel *p, const uint8_t *blk, size_t stride, const qt_bloc
         memcpy(&pair, y->bsums + 2 * i, sizeof pair);
         *im = _mm512_add_epi32(*im, _mm512_madd_epi16(p->mins[i], _mm512_set1_epi32(pair)));
     }
-    d_q2_K(p, blk, stride);
+    d_q2_K(p, blk, stride, x16);
 }
 
 /* s[r] = W[r] . y for the 16 rows, in the gemv order. */
 INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const qt_block_q8_K *y, const int q4k,
-                   const int vnni)
+                   const int vnni, const int x16)
 {
     const int nb = n / QT_QK_K;
     const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
     __m512 acc = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        const uint8_t *blk = w + (size_t)b * bs;
-        prefetch_ahead(w, stride, nb * bs, (b + GEMV_AHEAD) * bs, bs);
+        const uint8_t *blk = super_block(w, b, bs, x16);
+        prefetch_sb(w, stride, nb, b, GEMV_AHEAD, bs, x16);
         panel p;
         __m512i is, im;
         if (q4k)
-            sums_q4_K(&p, blk, stride, y + b, &is, &im, vnni);
+            sums_q4_K(&p, blk, stride, y + b, &is, &im, vnni, x16);
         else
-            sums_q2_K(&p, blk, stride, y + b, &is, &im, vnni);
+            sums_q2_K(&p, blk, stride, y + b, &is, &im, vnni, x16);
         const __m512 dy = _mm512_set1_ps(y[b].d);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(p.d, dy), acc);
         accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im), _mm512_mul_ps(p.dmin, dy), accm);
@@ -379,18 +426,30 @@ INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const qt_bl
     _mm512_storeu_ps(s, _mm512_sub_ps(acc, accm));
 }
 
+/* The row layout and x16 share every step; only where the bytes come
+ * from differs. */
 #define WIDE_K(name, q4k, vnni, aux_bytes, prep)                                                           \
     static void run_##name(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, \
                            const void *y, size_t y_stride, const void *aux, size_t aux_stride)                \
     {                                                                                                      \
         if (!gemm && ncols == 1)                                                                           \
-            gemv_k(n, s, w, w_stride, y, q4k, vnni);                                                       \
+            gemv_k(n, s, w, w_stride, y, q4k, vnni, 0);                                                    \
         else if (gemm)                                                                                     \
-            run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, q4k, vnni);              \
+            run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, q4k, vnni, 0);           \
         else                                                                                               \
-            run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, q4k, vnni);              \
+            run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, q4k, vnni, 0);           \
     }                                                                                                      \
-    const qt_rp_wide qt_rp_wide_##name = {aux_bytes, prep, run_##name, NULL};
+    static void run_##name##_x16(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y, \
+                                 size_t y_stride, const void *aux, size_t aux_stride)                      \
+    {                                                                                                      \
+        if (!gemm && ncols == 1)                                                                           \
+            gemv_k(n, s, w, 0, y, q4k, vnni, 1);                                                           \
+        else if (gemm)                                                                                     \
+            run_k(n, ncols, 1, s, ldo, w, 0, y, y_stride, aux, aux_stride, q4k, vnni, 1);                  \
+        else                                                                                               \
+            run_k(n, ncols, 0, s, ldo, w, 0, y, y_stride, aux, aux_stride, q4k, vnni, 1);                  \
+    }                                                                                                      \
+    const qt_rp_wide qt_rp_wide_##name = {aux_bytes, prep, run_##name, run_##name##_x16};
 
 WIDE_K(q4_K_avx512, 1, 0, qt_rp_aux_q4_K, qt_rp_prep_q4_K)
 WIDE_K(q4_K_avx512_vnni, 1, 1, qt_rp_aux_q4_K, qt_rp_prep_q4_K)

@@ -578,6 +578,8 @@ int main(void) {
     test_x16_matmul(QT_Q4_0, 64, 2048, 5);
     test_x16_matmul(QT_Q4_0, 40, 7 * 32, 9); /* an odd block count, a last 8-row group */
     test_x16_matmul(QT_IQ4_NL, 24, 3 * 32, 5);
+    test_x16_matmul(QT_Q4_K, 40, 3 * 256, 20); /* past 16 tokens: the tiled batches too */
+    test_x16_matmul(QT_Q2_K, 24, 2 * 256, 5);
     test_rows_wide(QT_Q4_K, 48, 2 * QT_QK_K, 5);
     test_rows_wide(QT_Q2_K, 32, 3 * QT_QK_K, 5);
     test_matmul_routing(QT_Q4_0, 24, 9);
