@@ -110,6 +110,19 @@ void qt_avx2_pv_i8_sum(int d, int nq, const int *n, const int8_t *v, int64_t ldv
                        const int32_t *idx, float *s, int64_t ld_s, const float *mx, const float *kw, double *acc,
                        int64_t ld_acc, double *z);
 float qt_avx2_max_f32(int n, const float *x);
+/* pv_i8_sum's tiles: ranks r0..re-1 of a V tile laid out by pairs of
+ * ranks (per pair 64 int16 pairs, element e at pair word e, the first
+ * rank low) against one query's int16 weights w; the exact sums carried
+ * in carry (64 int32 in element order; first: none) and added to acc (64
+ * doubles) when flush.  A tile adds under 2^28 to a sum, so
+ * PV_CARRY_TILES of them fit an int32. */
+enum { PV_CARRY_TILES = 8 };
+typedef void (*qt_pv16_tile_fn)(int r0, int re, const void *vt, const int16_t *w, int32_t *carry, int first,
+                                int flush, double *acc);
+/* qt_avx2_pv_i8_sum with another set's tile kernel (the AVX-512 VNNI one) */
+void qt_avx2_pv_i8_sum_with(qt_pv16_tile_fn tile, int d, int nq, const int *n, const int8_t *v, int64_t ldv,
+                            const float *vd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s, const float *mx,
+                            const float *kw, double *acc, int64_t ld_acc, double *z);
 #endif
 
 #endif

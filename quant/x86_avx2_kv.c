@@ -356,10 +356,10 @@ static void w16_weights(int n, float *s, const float *vd, int64_t lds, const int
  * previous tiles in carry (64 int32; first: none), and added to acc
  * (64 doubles) when flush.  A tile adds at most 64 * 32767 * 127 < 2^28
  * to each sum, so 8 tiles fit an int32. */
-enum { PV_CARRY_TILES = 8 };
-static void pv16_tile(int r0, int re, const __m256i *vt, const int16_t *w, int32_t *carry, int first, int flush,
+static void pv16_tile(int r0, int re, const void *vtp, const int16_t *w, int32_t *carry, int first, int flush,
                       double *acc)
 {
+    const __m256i *vt = vtp;
     __m256i a0, a1, a2, a3, a4, a5, a6, a7, b, t;
     if (first) {
         a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _mm256_setzero_si256();
@@ -413,16 +413,16 @@ static void v_tile16(const int8_t *v, int64_t ldv, const int32_t *idx, int r0, i
     }
 }
 
-void qt_avx2_pv_i8_sum(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
-                       const int32_t *idx, float *s, int64_t ld_s, const float *mx, const float *kw, double *acc,
-                       int64_t ld_acc, double *z)
+void qt_avx2_pv_i8_sum_with(qt_pv16_tile_fn tile_fn, int d, int nq, const int *n, const int8_t *v, int64_t ldv,
+                            const float *vd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s, const float *mx,
+                            const float *kw, double *acc, int64_t ld_acc, double *z)
 {
     if (d % 64) {
         qt_kv_ref()->pv_i8_sum(d, nq, n, v, ldv, vd, lds, idx, s, ld_s, mx, kw, acc, ld_acc, z);
         return;
     }
     enum { CT = 64, CQ = 128 }; /* ranks per V tile; queries whose sums are carried at once */
-    alignas(32) __m256i vt[CT / 2 * 8];
+    alignas(64) __m256i vt[CT / 2 * 8];
     alignas(32) int32_t carry[CQ][64];
     for (int h = 0; h < nq; h++) w16_weights(n[h], s + h * ld_s, vd, lds, idx, mx[h], kw[h], z + h);
     const int64_t ld_w = 2 * ld_s;
@@ -439,11 +439,18 @@ void qt_avx2_pv_i8_sum(int d, int nq, const int *n, const int8_t *v, int64_t ldv
                     const int nh_h = n[h0 + h];
                     if (nh_h <= r0) continue;
                     const int last = nh_h <= r0 + CT;
-                    pv16_tile(r0, last ? nh_h : r0 + CT, vt, w + h * ld_w, carry[h], tile % PV_CARRY_TILES == 0,
-                              last || tile % PV_CARRY_TILES == PV_CARRY_TILES - 1, acc + (h0 + h) * ld_acc + e0);
+                    tile_fn(r0, last ? nh_h : r0 + CT, vt, w + h * ld_w, carry[h], tile % PV_CARRY_TILES == 0,
+                            last || tile % PV_CARRY_TILES == PV_CARRY_TILES - 1, acc + (h0 + h) * ld_acc + e0);
                 }
             }
     }
+}
+
+void qt_avx2_pv_i8_sum(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                       const int32_t *idx, float *s, int64_t ld_s, const float *mx, const float *kw, double *acc,
+                       int64_t ld_acc, double *z)
+{
+    qt_avx2_pv_i8_sum_with(pv16_tile, d, nq, n, v, ldv, vd, lds, idx, s, ld_s, mx, kw, acc, ld_acc, z);
 }
 
 /* qt_kv_quantize_i8's bits: the max of |x| (max takes its second operand

@@ -361,15 +361,78 @@ static float quantize_i8(int n, const float *x, int8_t *q)
     return d;
 }
 
-/* p.v is AVX2's (x86_avx2_kv.c) in both sets, and without VNNI so is the
- * prompt's q.k: every x86 set then attends alike. */
+/* ---- p.v over int8 V rows (VNNI) ----------------------------------------
+ *
+ * AVX2's pv_i8_sum (weights, V tiles, carries) with this tile kernel: a
+ * pair of ranks' 64 int16 pairs are 4 registers, and one vpdpwssd per
+ * register against the pair's weights broadcast does AVX2's vpmaddwd
+ * and vpaddd for 16 elements.  Pairs alternate between two sets of 4
+ * accumulators so that each chain waits on vpdpwssd's latency half as
+ * often; integer adds, so the sums are AVX2's. */
+#define PV_DP(J, A) "%{evex%} vpdpwssd " #J "*64(%[x]), %[b], %[" A "]\n\t"
+
+static void pv16_tile_vnni(int r0, int re, const void *vtp, const int16_t *w, int32_t *carry, int first, int flush,
+                           double *acc)
+{
+    const uint8_t *vt = vtp; /* 256 bytes a pair of ranks */
+    __m512i a0, a1, a2, a3, c0, c1, c2, c3, b;
+    if (first) {
+        a0 = a1 = a2 = a3 = _mm512_setzero_si512();
+    } else {
+        a0 = _mm512_loadu_si512(carry), a1 = _mm512_loadu_si512(carry + 16);
+        a2 = _mm512_loadu_si512(carry + 32), a3 = _mm512_loadu_si512(carry + 48);
+    }
+    c0 = c1 = c2 = c3 = _mm512_setzero_si512();
+    int r = r0;
+    for (; r + 2 < re; r += 4) {
+        const uint8_t *x = vt + (size_t)(r - r0) / 2 * 256;
+        __asm__("vpbroadcastd (%[w]), %[b]\n\t" PV_DP(0, "a0") PV_DP(1, "a1") PV_DP(2, "a2") PV_DP(3, "a3")
+                : [a0] "+v"(a0), [a1] "+v"(a1), [a2] "+v"(a2), [a3] "+v"(a3), [b] "=&v"(b)
+                : [x] "r"(x), [w] "r"(w + r), "m"(*(const uint8_t(*)[256])x), "m"(*(const int32_t *)(w + r)));
+        __asm__("vpbroadcastd (%[w]), %[b]\n\t" PV_DP(0, "c0") PV_DP(1, "c1") PV_DP(2, "c2") PV_DP(3, "c3")
+                : [c0] "+v"(c0), [c1] "+v"(c1), [c2] "+v"(c2), [c3] "+v"(c3), [b] "=&v"(b)
+                : [x] "r"(x + 256), [w] "r"(w + r + 2), "m"(*(const uint8_t(*)[256])(x + 256)),
+                  "m"(*(const int32_t *)(w + r + 2)));
+    }
+    if (r < re) {
+        const uint8_t *x = vt + (size_t)(r - r0) / 2 * 256;
+        __asm__("vpbroadcastd (%[w]), %[b]\n\t" PV_DP(0, "a0") PV_DP(1, "a1") PV_DP(2, "a2") PV_DP(3, "a3")
+                : [a0] "+v"(a0), [a1] "+v"(a1), [a2] "+v"(a2), [a3] "+v"(a3), [b] "=&v"(b)
+                : [x] "r"(x), [w] "r"(w + r), "m"(*(const uint8_t(*)[256])x), "m"(*(const int32_t *)(w + r)));
+    }
+    const __m512i a[4] = {_mm512_add_epi32(a0, c0), _mm512_add_epi32(a1, c1), _mm512_add_epi32(a2, c2),
+                          _mm512_add_epi32(a3, c3)};
+    if (!flush) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) _mm512_storeu_si512(carry + 16 * j, a[j]);
+        return;
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        _mm512_storeu_pd(acc + 16 * j, _mm512_add_pd(_mm512_loadu_pd(acc + 16 * j),
+                                                     _mm512_cvtepi32_pd(_mm512_castsi512_si256(a[j]))));
+        _mm512_storeu_pd(acc + 16 * j + 8, _mm512_add_pd(_mm512_loadu_pd(acc + 16 * j + 8),
+                                                         _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(a[j], 1))));
+    }
+}
+#undef PV_DP
+
+static void pv_i8_sum_vnni(int d, int nq, const int *n, const int8_t *v, int64_t ldv, const float *vd, int64_t lds,
+                           const int32_t *idx, float *s, int64_t ld_s, const float *mx, const float *kw, double *acc,
+                           int64_t ld_acc, double *z)
+{
+    qt_avx2_pv_i8_sum_with(pv16_tile_vnni, d, nq, n, v, ldv, vd, lds, idx, s, ld_s, mx, kw, acc, ld_acc, z);
+}
+
+/* Without VNNI p.v is AVX2's (x86_avx2_kv.c), and so is the prompt's
+ * q.k: every x86 set then attends alike. */
 const qt_kv_ops qt_kv_avx512 = {.name = "avx512", .qk_i8 = qk_i8, .qk_f16 = qk_f16, .pv_f16 = pv_f16,
                                 .quantize_i8 = quantize_i8, .max_f32 = qt_avx2_max_f32,
                                 .qk_i8_causal = qt_avx2_qk_i8_causal, .pv_i8_sum = qt_avx2_pv_i8_sum};
 const qt_kv_ops qt_kv_avx512_vnni = {.name = "avx512-vnni", .qk_i8 = qk_i8_vnni, .qk_f16 = qk_f16, .pv_f16 = pv_f16,
                                      .qk_i8_multi = qk_i8_multi, .quantize_i8 = quantize_i8,
                                      .max_f32 = qt_avx2_max_f32, .qk_i8_causal = qk_i8_causal,
-                                     .pv_i8_sum = qt_avx2_pv_i8_sum};
+                                     .pv_i8_sum = pv_i8_sum_vnni};
 
 #else
 typedef int qt_x86_avx512_kv_unused;
