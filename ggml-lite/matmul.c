@@ -195,13 +195,6 @@ static const uint8_t *rows_aux(const gl_tensor *w, const void *xq, size_t xq_row
     return buf;
 }
 
-/* One token's rows go one at a time (qt_traits.one_row_streams) only
- * from this length on: a short row's call and horizontal sum cost more
- * than its stream saves (SmolLM2's 360-byte Q4_1 rows: b16 --parallel 1
- * 270 t/s row by row against 332-344 through the tile; tl-q8_0's
- * 2176-byte rows: 7% faster row by row). */
-enum { ONE_ROW_MIN_BYTES = 2048 };
-
 /* Rows [r, r + nr) of w times every token, each output in vec_dot's
  * order (vec_dot_tile gives the same bits as vec_dot), or with aux (from
  * rows_aux) in the repacked gemv order, r and nr multiples of 16. */
@@ -217,7 +210,7 @@ static void rows_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, si
                      aux_row);
         return;
     }
-    if (tr->vec_dot_tile && !(n_tokens == 1 && tr->one_row_streams && w->row_bytes >= ONE_ROW_MIN_BYTES &&
+    if (tr->vec_dot_tile && !(n_tokens == 1 && tr->one_row_min_bytes && w->row_bytes >= tr->one_row_min_bytes &&
                               gl_tensor_huge(w))) {
         tr->vec_dot_tile((int)w->ne[0], &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
                          n_tokens);

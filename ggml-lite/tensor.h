@@ -22,7 +22,7 @@ typedef struct gl_tensor {
     size_t row_bytes;  /* bytes of one ne[0]-long row */
     const void *data;
     gl_layout layout;
-    /* For qt_traits' one_row_streams: NULL where data is a file mapping
+    /* For qt_traits' one_row_min_bytes: NULL where data is a file mapping
      * (its pages are 4 KB where the page cache holds small folios); else
      * a flag that reads true once data sits in 2 MB pages (set by the
      * thread that moves a model's copy into them, ggml-lite/promote.h).

@@ -50,6 +50,8 @@ static bool linux_tile_permission(void) {
 
 static void detect(void) {
     unsigned a, b, c, d;
+    if (__get_cpuid(0, &a, &b, &c, &d)) /* the maker's name in EBX, EDX, ECX */
+        features.amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return;
     /* Without OS-enabled YMM state even AVX faults, so nothing is usable. */

@@ -27,6 +27,9 @@ typedef struct qt_cpu_features {
     bool avx512vnni;                           /* Cascade Lake, Ice Lake, Zen 4 */
     bool avxvnni;                              /* VEX-coded VNNI: Alder Lake */
     bool avx512bf16;                           /* detected for later kernels */
+    /* AuthenticAMD: where the same kernels' best use differs by maker
+     * (qt_traits.one_row_min_bytes) */
+    bool amd;
     /* AMX-TILE + AMX-INT8 (Sapphire Rapids), the OS saving tile state, and
      * Linux's per-process permission to use it granted (arch_prctl) */
     bool amx;

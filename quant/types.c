@@ -93,8 +93,9 @@ static void patch_table(void) {
         /* A tile kernel matches its own set's vec_dot only. */
         if (k->vec_dot[t] && table[t].vec_dot == k->vec_dot[t])
             table[t].vec_dot_tile = k->vec_dot_tile[t];
-        table[t].one_row_streams = table[t].vec_dot_tile && (t == QT_Q4_0 || t == QT_Q4_1 || t == QT_Q5_0 ||
-                                                             t == QT_Q5_1 || t == QT_Q8_0);
+        const bool legacy = t == QT_Q4_0 || t == QT_Q4_1 || t == QT_Q5_0 || t == QT_Q5_1 || t == QT_Q8_0;
+        const bool zen_q6_K = t == QT_Q6_K && qt_cpu()->amd && qt_isa_active() == QT_ISA_AVX512_VNNI;
+        table[t].one_row_min_bytes = !table[t].vec_dot_tile ? 0 : legacy ? 2048 : zen_q6_K ? 1024 : 0;
         if (table[t].from_float && k->from_float[t])
             table[t].from_float = k->from_float[t];
         if (table[t].quantize_act && k->quantize_act[t])

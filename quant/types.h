@@ -85,8 +85,14 @@ typedef struct qt_traits {
      * 26.1 / 25.1; in tl-q8_0, tg128 27.7-27.9 against 25.6-26.0 t/s.
      * Over 4 KB pages the tile's several streams are faster (Q8_0 decode
      * 20% slower row by row), so the caller knows which (gl_tensor.huge).
-     * The K-quants' tiles stay faster either way. */
-    bool one_row_streams;
+     * Short rows stay on the tile: a call and horizontal sum per row cost
+     * more than the stream saves (SmolLM2's 360-byte Q4_1 rows: 270 t/s
+     * row by row against 332-344 through the tile).  On the Xeon the
+     * K-quants' tiles stay faster either way; on Zen 5 (AMD, avx512-vnni)
+     * Q6_K's 1680-byte rows of a 2048-wide matrix read faster one at a
+     * time (tl-q6_k tg128 1.33x, 1.10-1.63x over 6 alternated rounds).
+     * Rows of at least this many bytes go one at a time; 0: never. */
+    uint32_t one_row_min_bytes;
 } qt_traits;
 
 /* Row for a type id, or NULL if the id is outside the table or unused.

@@ -67,7 +67,7 @@ static int rows_equal(qt_type ty, int T, int n_th, bool huge, uint64_t *seed)
 {
     static atomic_bool yes = true;
     const qt_traits *tr = qt_get(ty);
-    const int64_t K = 2048, R[3] = {1000, 300, 70}; /* Q8_0 rows of 2176 bytes: one_row_streams applies */
+    const int64_t K = 2048, R[3] = {1000, 300, 70}; /* Q8_0 rows of 2176 bytes: one_row_min_bytes applies */
     gl_tensor w[3];
     gl_act act;
     void *wq[3];
@@ -219,7 +219,7 @@ int main(void)
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
             for (int T = 1; T <= 8; T += 7)
                 for (int n_th = 2; n_th <= 3; n_th++)
-                    for (int huge = 0; huge < 2; huge++) { /* tile, or row by row (one_row_streams) */
+                    for (int huge = 0; huge < 2; huge++) { /* tile, or row by row (one_row_min_bytes) */
                         const int r = rows_equal(types[i], T, n_th, huge, &seed);
                         CHECK(r != 0, "%s T=%d threads=%d huge=%d differs", qt_get(types[i])->name, T, n_th, huge);
                         checked += r > 0;

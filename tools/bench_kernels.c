@@ -222,7 +222,7 @@ int qlm_bench_kernels(int argc, char **argv)
             double gbs = scratch ? time_matmul((qt_type)ty, GL_LAYOUT_ROWS, w, row_bytes, n_mat, x, y, scratch, reps)
                                  : -1;
             const char *path = qt_repack_applies((qt_type)ty, KB_N)     ? "repacked gemv"
-                               : tr->vec_dot_tile && !tr->one_row_streams ? "vec_dot tile"
+                               : tr->vec_dot_tile && !(tr->one_row_min_bytes && row_bytes >= tr->one_row_min_bytes) ? "vec_dot tile"
                                                                         : "vec_dot";
             printf(" decode (%s, %s): %.1f (%.0f%%)", path, qt_isa_name(), gbs, bw > 0 ? 100 * gbs / bw : 0);
             /* and where a model interleaves the type at load, that layout */
