@@ -379,20 +379,33 @@ INLINE void sums_q2_K(panel *p, const uint8_t *blk, size_t stride, const qt_bloc
     __m512i sw[16], raw[16];
     scales_q2_K(p, sw, blk, stride, x16);
     quants16(blk, stride, 16, X16_Q2_K_QS, 0, x16, raw);
-    /* two chains, so that vpdpbusd's latency overlaps */
-    __m512i e = _mm512_setzero_si512(), o = _mm512_setzero_si512();
+    /* Each sub-block's sum of q·y (|.| <= 16·3·128: an int16) times its
+     * scale in one vpmaddwd (VNNI: vpdpwssd) against the scale in the low
+     * half of each lane: 16 multiplies where folding the scales into the
+     * quants, as pack_q2_K does for the columns that share a panel, took
+     * 64 vpmullw, on the pipes vpdpbusd needs.  Integer sums: the same. */
+    const __m512i lo16 = _mm512_set1_epi32(0xffff);
+    __m512i acc[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
 #pragma GCC unroll 2
     for (int g = 0; g < 2; g++)
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++)
-#pragma GCC unroll 8
-            for (int k = 0; k < 8; k += 2) {
-                const int i = 32 * g + 8 * q + k; /* pack_q2_K's u[i] */
-                e = dot4_bcast(e, q2_K_scaled(raw[8 * g + k], q, sw[8 * g + 2 * q + k / 4]), y->qs + 4 * i, vnni);
-                o = dot4_bcast(o, q2_K_scaled(raw[8 * g + k + 1], q, sw[8 * g + 2 * q + (k + 1) / 4]), y->qs + 4 * i + 4,
-                               vnni);
+#pragma GCC unroll 2
+            for (int hk = 0; hk < 2; hk++) {
+                __m512i sub = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int k = 4 * hk; k < 4 * hk + 4; k++) {
+                    const int i = 32 * g + 8 * q + k; /* pack_q2_K's u[i] */
+                    const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw[8 * g + k], 2 * q), _mm512_set1_epi8(3));
+                    sub = dot4_bcast(sub, v, y->qs + 4 * i, vnni);
+                }
+                const __m512i sc = _mm512_and_si512(sw[8 * g + 2 * q + hk], lo16);
+                if (vnni)
+                    __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc[hk]) : "v"(sub), "v"(sc));
+                else
+                    acc[hk] = _mm512_add_epi32(acc[hk], _mm512_madd_epi16(sub, sc));
             }
-    *is = _mm512_add_epi32(e, o);
+    *is = _mm512_add_epi32(acc[0], acc[1]);
     *im = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) {
