@@ -20,7 +20,9 @@
  *     activation pair sums wrapped to int16 as the reference forms them.
  *   Q2_K: the 4-bit scale is folded into the quant bytes at packing
  *     (q.sc <= 45, no carry between bytes of a 16-bit multiply), so one
- *     chain of vpdpbusd gives a whole group's scaled sum; pairs of 4-bit
+ *     chain of vpdpbusd gives a whole group's scaled sum (one column,
+ *     with no panel to share the folding, multiplies each sub-block's
+ *     sum by its scale instead); pairs of 4-bit
  *     mins times pairs of bsums, read straight from the activation block,
  *     with vpmaddwd. */
 #if defined(__x86_64__)
