@@ -28,7 +28,7 @@ typedef struct qt_cpu_features {
     bool avxvnni;                              /* VEX-coded VNNI: Alder Lake */
     bool avx512bf16;                           /* detected for later kernels */
     /* AuthenticAMD: where the same kernels' best use differs by maker
-     * (qt_traits.one_row_min_bytes) */
+     * (qt_traits.one_row_min_bytes, x86_tile.inc's tile_micro2i) */
     bool amd;
     /* AMX-TILE + AMX-INT8 (Sapphire Rapids), the OS saving tile state, and
      * Linux's per-process permission to use it granted (arch_prctl) */

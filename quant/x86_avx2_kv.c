@@ -349,13 +349,9 @@ static void w16_weights(int n, float *s, const float *vd, int64_t lds, const int
     *z += (t[0] + t[1]) + (t[2] + t[3]); /* integers: exact */
 }
 
-/* Ranks r0..re-1 of one V tile (vt: per pair of ranks 8 vectors, lane e
- * of vector j holding the pair's elements 8j + e as int16s; re rounded up
- * to a pair, whose weight past the query's last rank is 0) for one
- * query: weights w (int16), the exact sums carried from the query's
- * previous tiles in carry (64 int32; first: none), and added to acc
- * (64 doubles) when flush.  A tile adds at most 64 * 32767 * 127 < 2^28
- * to each sum, so 8 tiles fit an int32. */
+/* qt_pv16_tile_fn (kv_ops.h) on AVX2: per pair of ranks 8 vectors, lane
+ * e of vector j holding the pair's elements 8j + e as int16s; re rounded
+ * up to a pair, whose weight past the query's last rank is 0. */
 static void pv16_tile(int r0, int re, const void *vtp, const int16_t *w, int32_t *carry, int first, int flush,
                       double *acc)
 {
