@@ -22,7 +22,7 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
     size_t bytes = qt_row_size(tr->vec_dot_type, w->ne[0]) * (size_t)n_tokens;
     const qt_rp_wide *wide = qt_repack_wide(w->type);
     if (wide && qt_repack_applies(w->type, w->ne[1]))
-        bytes += 64 + wide->aux_bytes((int)w->ne[0]) * (size_t)n_tokens;
+        bytes += 64 + wide->aux_bytes((int)w->ne[0], n_tokens);
     const qt_tiles *tiles = qt_tiles_for(w->type, w->ne[1], n_tokens);
     if (tiles) bytes += 64 + tiles->pack_size((int)w->ne[0], n_tokens);
     return bytes;
@@ -35,12 +35,25 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
 
 /* One group of 16 rows at wg through the kernel for w's layout. */
 static void wide_run(const qt_rp_wide *wide, const gl_tensor *w, int n_in, int ncols, bool gemm, float *s,
-                     size_t ldo, const void *wg, const void *y, size_t y_stride, const void *aux, size_t aux_stride)
+                     size_t ldo, const void *wg, const void *y, size_t y_stride, const void *aux)
 {
     if (w->layout == GL_LAYOUT_X16)
-        wide->run_x16(n_in, ncols, gemm, s, ldo, wg, y, y_stride, aux, aux_stride);
+        wide->run_x16(n_in, ncols, gemm, s, ldo, wg, y, y_stride, aux);
     else
-        wide->run(n_in, ncols, gemm, s, ldo, wg, w->row_bytes, y, y_stride, aux, aux_stride);
+        wide->run(n_in, ncols, gemm, s, ldo, wg, w->row_bytes, y, y_stride, aux);
+}
+
+/* The tokens of the calls matmul_wide makes: passes of WIDE_TOKENS from
+ * t0, each split at ng (the pass's first ng tokens in gemm order) unless
+ * the set has one order.  Token t's call starts at *start with *ncols
+ * columns; its aux starts aux_bytes(start) in (repack.h: calls start at
+ * multiples of 8 columns, or the set keeps each column's own). */
+static int wide_call(const qt_rp_wide *wide, int n_tokens, int n_gemm, int t, int *start)
+{
+    const int t0 = t - t % WIDE_TOKENS, nt = n_tokens - t0 < WIDE_TOKENS ? n_tokens - t0 : WIDE_TOKENS;
+    const int ng = wide->one_order ? nt : n_gemm - t0 < 0 ? 0 : n_gemm - t0 > nt ? nt : n_gemm - t0;
+    *start = t < t0 + ng ? t0 : t0 + ng;
+    return t < t0 + ng ? ng : nt - ng;
 }
 
 /* The repacked order with the wide kernels on rows [0, n_wide) (a multiple
@@ -51,14 +64,20 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
 {
     const int n_in = (int)w->ne[0];
     const int64_t n_out = w->ne[1];
-    const size_t aux_row = wide->aux_bytes(n_in);
     #pragma omp parallel
     {
         #pragma omp for schedule(static)
-        for (int t = 0; t < n_tokens; t++) wide->prep(n_in, aux + (size_t)t * aux_row, xq + (size_t)t * xq_row);
+        for (int t = 0; t < n_tokens; t++) {
+            int start;
+            const int ncols = wide_call(wide, n_tokens, n_gemm, t, &start);
+            wide->prep(n_in, t - start, ncols, aux + wide->aux_bytes(n_in, start), xq + (size_t)t * xq_row);
+        }
         for (int t0 = 0; t0 < n_tokens; t0 += WIDE_TOKENS) {
-            const int nt = n_tokens - t0 < WIDE_TOKENS ? n_tokens - t0 : WIDE_TOKENS;
-            const int ng = n_gemm - t0 < 0 ? 0 : n_gemm - t0 > nt ? nt : n_gemm - t0;
+            int start[2], ncols[2];
+            ncols[0] = wide_call(wide, n_tokens, n_gemm, t0, &start[0]);
+            ncols[1] = start[0] + ncols[0] < n_tokens && start[0] + ncols[0] < t0 + WIDE_TOKENS
+                           ? wide_call(wide, n_tokens, n_gemm, start[0] + ncols[0], &start[1])
+                           : 0;
             /* Groups as threads come for them, two at a time: a static
              * split left the thread that another process slowed holding
              * the rest at the end of the matmul (libgomp's spin was 4.6%
@@ -68,13 +87,11 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
             #pragma omp for schedule(dynamic, 2) nowait
             for (int64_t g = 0; g < n_wide / QT_RP_WIDE_ROWS; g++) {
                 const void *wg = gl_row(w, g * QT_RP_WIDE_ROWS);
-                float *out = &y[(int64_t)t0 * n_out + g * QT_RP_WIDE_ROWS];
-                if (ng)
-                    wide_run(wide, w, n_in, ng, true, out, (size_t)n_out, wg, xq + (size_t)t0 * xq_row, xq_row,
-                             aux + (size_t)t0 * aux_row, aux_row);
-                if (nt > ng)
-                    wide_run(wide, w, n_in, nt - ng, false, out + (int64_t)ng * n_out, (size_t)n_out, wg,
-                             xq + (size_t)(t0 + ng) * xq_row, xq_row, aux + (size_t)(t0 + ng) * aux_row, aux_row);
+                for (int k = 0; k < 2; k++)
+                    if (ncols[k])
+                        wide_run(wide, w, n_in, ncols[k], start[k] < n_gemm, &y[(int64_t)start[k] * n_out + g * QT_RP_WIDE_ROWS],
+                                 (size_t)n_out, wg, xq + (size_t)start[k] * xq_row, xq_row,
+                                 aux + wide->aux_bytes(n_in, start[k]));
             }
         }
     }
@@ -92,11 +109,11 @@ static void matmul_wide_one(const qt_rp_wide *wide, const gl_tensor *w, const ui
                             int64_t n_wide)
 {
     const int n_in = (int)w->ne[0];
-    wide->prep(n_in, aux, xq);
+    wide->prep(n_in, 0, 1, aux, xq);
     #pragma omp parallel for schedule(guided)
     for (int64_t g = 0; g < n_wide / QT_RP_WIDE_ROWS; g++)
         wide_run(wide, w, n_in, 1, false, &y[g * QT_RP_WIDE_ROWS], (size_t)w->ne[1], gl_row(w, g * QT_RP_WIDE_ROWS),
-                 xq, 0, aux, 0);
+                 xq, 0, aux);
 }
 
 /* Batches with tile kernels (quant/tiles.h): the activations are packed
@@ -178,7 +195,7 @@ static const qt_rp_wide *rows_wide(const gl_tensor *w, int n_tokens)
 {
     const qt_rp_wide *wide = qt_repack_wide(w->type);
     if (!wide || !qt_repack_applies(w->type, w->ne[1]) || w->ne[1] % QT_RP_WIDE_ROWS ||
-        wide->aux_bytes((int)w->ne[0]) * (size_t)n_tokens > WIDE_AUX_MAX)
+        wide->aux_bytes((int)w->ne[0], n_tokens) > WIDE_AUX_MAX)
         return NULL;
     return wide;
 }
@@ -190,8 +207,7 @@ static const uint8_t *rows_aux(const gl_tensor *w, const void *xq, size_t xq_row
 {
     const qt_rp_wide *wide = rows_wide(w, n_tokens);
     if (!wide) return NULL;
-    const size_t aux_row = wide->aux_bytes((int)w->ne[0]);
-    for (int t = 0; t < n_tokens; t++) wide->prep((int)w->ne[0], buf + t * aux_row, (const uint8_t *)xq + t * xq_row);
+    for (int t = 0; t < n_tokens; t++) wide->prep((int)w->ne[0], t, n_tokens, buf, (const uint8_t *)xq + t * xq_row);
     return buf;
 }
 
@@ -204,10 +220,8 @@ static void rows_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, si
     const int64_t n_out = w->ne[1];
     if (aux) {
         const qt_rp_wide *wide = qt_repack_wide(w->type);
-        const size_t aux_row = wide->aux_bytes((int)w->ne[0]);
         for (int64_t g = r; g < r + nr; g += QT_RP_WIDE_ROWS)
-            wide_run(wide, w, (int)w->ne[0], n_tokens, false, &y[g], (size_t)n_out, gl_row(w, g), xq, xq_row, aux,
-                     aux_row);
+            wide_run(wide, w, (int)w->ne[0], n_tokens, false, &y[g], (size_t)n_out, gl_row(w, g), xq, xq_row, aux);
         return;
     }
     if (tr->vec_dot_tile && !(n_tokens == 1 && tr->one_row_min_bytes && w->row_bytes >= tr->one_row_min_bytes &&

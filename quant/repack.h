@@ -77,20 +77,31 @@ typedef void (*qt_rp_gemm_fn)(int n, float *s, size_t ldo, const void *w, size_t
  * Each output keeps the order above: `gemm` picks the gemm order for all
  * ncols columns (the K-quants' differs from gemv's), and the caller keeps
  * llama.cpp's split of which columns get which.  What a kernel needs of
- * each activation column that does not depend on the weights (Q4_0: the
+ * the activation columns that does not depend on the weights (Q4_0: the
  * f32 scale and -8 * sum(y) per block) is computed once per matmul by
- * `prep` into aux_bytes(n) bytes per column, not once per row group. */
+ * `prep`, not once per row group.  Its arrangement is the set's own: a
+ * call's aux is what prep wrote for that call's columns, column `col` of
+ * `ncols` at a time, in aux_bytes(n, ncols) bytes.  A set may interleave
+ * the columns there (the AVX-512 Q4_0 kernels copy groups of 8 columns'
+ * quants block by block, so that one pointer walks them all); the driver
+ * then must not split a batch into calls, which one_order allows. */
 #define QT_RP_WIDE_ROWS 16
 typedef struct qt_rp_wide {
-    size_t (*aux_bytes)(int n);
-    void (*prep)(int n, void *aux, const void *y);
+    /* aux for a call of ncols columns; for a split at a multiple of 8
+     * columns, the parts' sum is at most the whole's */
+    size_t (*aux_bytes)(int n, int ncols);
+    void (*prep)(int n, int col, int ncols, void *aux, const void *y);
     /* s[c * ldo + r] = W[r] . y_c for r < 16, c < ncols */
     void (*run)(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                const void *y, size_t y_stride, const void *aux, size_t aux_stride);
+                const void *y, size_t y_stride, const void *aux);
     /* The same outputs, bit for bit, from one group of 16 rows in the x16
      * layout below (w: the group's first byte); NULL: the type has none. */
     void (*run_x16)(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                    size_t y_stride, const void *aux, size_t aux_stride);
+                    size_t y_stride, const void *aux);
+    /* gemm's order is gemv's (Q4_0, IQ4_NL): `gemm` is moot, and a batch
+     * goes in calls of whole passes, never split where llama.cpp would
+     * switch to its gemv */
+    bool one_order;
 } qt_rp_wide;
 
 /* The x16 layout: 16 rows of Q4_0 or IQ4_NL blocks interleaved at load so
@@ -118,7 +129,8 @@ static inline size_t qt_x16_scales(int b, int nb)
     const int in_pair = nb - b / 2 * 2 < 2 ? 1 : 2;
     return (size_t)(b / 2) * 576 + (size_t)in_pair * 256 + (size_t)(b % 2) * 32;
 }
-/* Per-column side data the wide kernels share across ISAs (prep):
+/* Per-column side data the wide kernels share across ISAs (prep), one
+ * column after another (column col at aux + col * aux_bytes(n, 1)):
  * Q4_0/IQ4_NL blocks: the widened activation scale and -(offset) *
  * sum(y) (qt_rp_prep_q8_0, AVX2 code: x86 only); Q4_K: per super-block
  * and group g the int16 pair (b0, b1) the mins multiply, b0 = bsums 4g +
@@ -128,12 +140,13 @@ typedef struct qt_rp_col_block {
     float d;
     int32_t off;
 } qt_rp_col_block;
-size_t qt_rp_aux_q8_0(int n);
-void qt_rp_prep_q8_0(int n, void *aux, const void *y, int off_scale);
-size_t qt_rp_aux_q4_K(int n);
-void qt_rp_prep_q4_K(int n, void *aux, const void *y);
-size_t qt_rp_aux_none(int n);
-void qt_rp_prep_none(int n, void *aux, const void *y);
+size_t qt_rp_aux_q8_0(int n, int ncols);
+/* One column's blocks into a (n / 32 of them). */
+void qt_rp_prep_q8_0(int n, qt_rp_col_block *a, const void *y, int off_scale);
+size_t qt_rp_aux_q4_K(int n, int ncols);
+void qt_rp_prep_q4_K(int n, int col, int ncols, void *aux, const void *y);
+size_t qt_rp_aux_none(int n, int ncols);
+void qt_rp_prep_none(int n, int col, int ncols, void *aux, const void *y);
 
 /* Whether this type has the x16 layout and this CPU a kernel for it. */
 bool qt_x16_available(qt_type type);

@@ -251,14 +251,15 @@ const qt_rp_wide *qt_repack_wide(qt_type type)
     return NULL;
 }
 
-size_t qt_rp_aux_q8_0(int n) { return (size_t)(n / QT_QK8_0) * sizeof(qt_rp_col_block); }
+size_t qt_rp_aux_q8_0(int n, int ncols) { return (size_t)ncols * (size_t)(n / QT_QK8_0) * sizeof(qt_rp_col_block); }
 
-size_t qt_rp_aux_q4_K(int n) { return (size_t)(n / QT_QK_K) * 4 * sizeof(uint32_t); }
+size_t qt_rp_aux_q4_K(int n, int ncols) { return (size_t)ncols * (size_t)(n / QT_QK_K) * 4 * sizeof(uint32_t); }
 
-void qt_rp_prep_q4_K(int n, void *aux, const void *y)
+void qt_rp_prep_q4_K(int n, int col, int ncols, void *aux, const void *y)
 {
+    (void)ncols;
     const qt_block_q8_K *yb = y;
-    uint32_t *pairs = aux;
+    uint32_t *pairs = (uint32_t *)((uint8_t *)aux + (size_t)col * qt_rp_aux_q4_K(n, 1));
     for (int b = 0; b < n / QT_QK_K; b++)
         for (int g = 0; g < 4; g++) {
             const int16_t b0 = (int16_t)(yb[b].bsums[4 * g] + yb[b].bsums[4 * g + 1]);
@@ -267,13 +268,16 @@ void qt_rp_prep_q4_K(int n, void *aux, const void *y)
         }
 }
 
-size_t qt_rp_aux_none(int n)
+size_t qt_rp_aux_none(int n, int ncols)
 {
-    (void)n;
+    (void)n, (void)ncols;
     return 0;
 }
 
-void qt_rp_prep_none(int n, void *aux, const void *y) { (void)n, (void)aux, (void)y; }
+void qt_rp_prep_none(int n, int col, int ncols, void *aux, const void *y)
+{
+    (void)n, (void)col, (void)ncols, (void)aux, (void)y;
+}
 
 bool qt_x16_available(qt_type type)
 {

@@ -103,10 +103,9 @@ INLINE void prefetch_spread(const uint8_t *p, size_t bytes, int k, int parts)
 typedef qt_rp_col_block col_block;
 
 /* off_scale * sum(y) per block, negated, and the widened scale. */
-void qt_rp_prep_q8_0(int n, void *aux, const void *vy, int off_scale)
+void qt_rp_prep_q8_0(int n, col_block *a, const void *vy, int off_scale)
 {
     const qt_block_q8_0 *y = vy;
-    col_block *a = aux;
     const __m256i bias = _mm256_set1_epi8((char)0x80);
     for (int b = 0; b < n / QT_QK8_0; b++) {
         /* y ^ 0x80 is y + 128 unsigned, which vpsadbw sums exactly */
@@ -119,7 +118,11 @@ void qt_rp_prep_q8_0(int n, void *aux, const void *vy, int off_scale)
     }
 }
 
-static void prep_q4_0(int n, void *aux, const void *y) { qt_rp_prep_q8_0(n, aux, y, 8); }
+static void prep_q4_0(int n, int col, int ncols, void *aux, const void *y)
+{
+    (void)ncols;
+    qt_rp_prep_q8_0(n, (col_block *)((uint8_t *)aux + (size_t)col * qt_rp_aux_q8_0(n, 1)), y, 8);
+}
 
 #define BLOCK 18 /* Q4_0: f16 d, 16 bytes of nibbles (j low, j + 16 high) */
 _Static_assert(sizeof(qt_block_q4_0) == BLOCK, "block layout");
@@ -305,17 +308,17 @@ INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *
 }
 
 static void run_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
-                     size_t y_stride, const void *aux, size_t aux_stride)
+                     size_t y_stride, const void *aux)
 {
     (void)gemm;
-    run_q4_0_any(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0);
+    run_q4_0_any(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, qt_rp_aux_q8_0(n, 1), 0);
 }
 
 static void run_x16_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                         size_t y_stride, const void *aux, size_t aux_stride)
+                         size_t y_stride, const void *aux)
 {
     (void)gemm;
-    run_q4_0_any(n, ncols, s, ldo, w, 0, y, y_stride, aux, aux_stride, 1);
+    run_q4_0_any(n, ncols, s, ldo, w, 0, y, y_stride, aux, qt_rp_aux_q8_0(n, 1), 1);
 }
 
 /* ---- Q4_K and Q2_K ---------------------------------------------------------- */
@@ -878,32 +881,32 @@ INLINE void run_k_any(int n, int ncols, bool gemm, float *s, size_t ldo, const v
 }
 
 static void run_q4_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
-                     size_t y_stride, const void *aux, size_t aux_stride)
+                     size_t y_stride, const void *aux)
 {
-    run_k_any(n, ncols, gemm, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 0);
+    run_k_any(n, ncols, gemm, s, ldo, w, w_stride, y, y_stride, aux, qt_rp_aux_q4_K(n, 1), 1, 0);
 }
 
 static void run_x16_q4_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                         size_t y_stride, const void *aux, size_t aux_stride)
+                         size_t y_stride, const void *aux)
 {
-    run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, aux_stride, 1, 1);
+    run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, qt_rp_aux_q4_K(n, 1), 1, 1);
 }
 
 static void run_q2_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
-                     size_t y_stride, const void *aux, size_t aux_stride)
+                     size_t y_stride, const void *aux)
 {
-    run_k_any(n, ncols, gemm, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0, 0);
+    run_k_any(n, ncols, gemm, s, ldo, w, w_stride, y, y_stride, aux, 0, 0, 0);
 }
 
 static void run_x16_q2_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                         size_t y_stride, const void *aux, size_t aux_stride)
+                         size_t y_stride, const void *aux)
 {
-    run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, aux_stride, 0, 1);
+    run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, 0, 0, 1);
 }
 
-static const qt_rp_wide wide_q4_0 = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0};
-static const qt_rp_wide wide_q4_K = {qt_rp_aux_q4_K, qt_rp_prep_q4_K, run_q4_K, run_x16_q4_K};
-static const qt_rp_wide wide_q2_K = {qt_rp_aux_none, qt_rp_prep_none, run_q2_K, run_x16_q2_K};
+static const qt_rp_wide wide_q4_0 = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0, true};
+static const qt_rp_wide wide_q4_K = {qt_rp_aux_q4_K, qt_rp_prep_q4_K, run_q4_K, run_x16_q4_K, false};
+static const qt_rp_wide wide_q2_K = {qt_rp_aux_none, qt_rp_prep_none, run_q2_K, run_x16_q2_K, false};
 
 const qt_rp_wide *const qt_rp_wide_avx2[QT_COUNT] = {
     [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &wide_q4_K, [QT_Q2_K] = &wide_q2_K};

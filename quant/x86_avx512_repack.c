@@ -41,8 +41,59 @@
 /* What a column contributes to every row's block b (repack.h, prep). */
 typedef qt_rp_col_block col_block;
 
-static void prep_q4_0(int n, void *aux, const void *y) { qt_rp_prep_q8_0(n, aux, y, 8); }
-static void prep_iq4_nl(int n, void *aux, const void *y) { qt_rp_prep_q8_0(n, aux, y, 128); }
+/* ---- the columns' side data (prep) ----------------------------------------- */
+
+/* A call's columns go in groups of MAX_COLS, each group block by block:
+ * the columns' 32 activation bytes, then their scales, then their offset
+ * corrections.  Read from 8 columns' own blocks, a block's loads took 16
+ * pointers, more than the registers left, and the spills and address
+ * arithmetic cost ~12% of the 8-column step (1 thread, n = 2048, 64
+ * columns); one pointer serves a group.  The columns past the last whole
+ * group (and a lone gemv column) keep one col_block array each, after the
+ * groups, and read their bytes from y. */
+typedef struct il_block {
+    int8_t qs[MAX_COLS][QT_QK8_0];
+    float d[MAX_COLS];
+    int32_t off[MAX_COLS];
+} il_block;
+
+static size_t aux_il(int n, int ncols)
+{
+    const size_t nb = (size_t)(n / QT_QK8_0);
+    return (size_t)(ncols / MAX_COLS) * nb * sizeof(il_block) + (size_t)(ncols % MAX_COLS) * nb * sizeof(col_block);
+}
+
+/* Where the col_block arrays of a call's last ncols % MAX_COLS columns start. */
+static const col_block *tail_blocks(const void *aux, int nb, int ncols)
+{
+    return (const col_block *)((const il_block *)aux + (size_t)(ncols / MAX_COLS) * nb);
+}
+
+static void prep_il(int n, int col, int ncols, void *aux, const void *y, int off_scale)
+{
+    const int nb = n / QT_QK8_0, whole = ncols / MAX_COLS * MAX_COLS;
+    if (col >= whole) {
+        qt_rp_prep_q8_0(n, (col_block *)tail_blocks(aux, nb, ncols) + (size_t)(col - whole) * nb, y, off_scale);
+        return;
+    }
+    il_block *g = (il_block *)aux + (size_t)(col / MAX_COLS) * nb;
+    const int slot = col % MAX_COLS;
+    const qt_block_q8_0 *yb = y;
+    enum { CHUNK = 64 };
+    col_block cb[CHUNK];
+    for (int b0 = 0; b0 < nb; b0 += CHUNK) {
+        const int m = nb - b0 < CHUNK ? nb - b0 : CHUNK;
+        qt_rp_prep_q8_0(m * QT_QK8_0, cb, yb + b0, off_scale);
+        for (int i = 0; i < m; i++) {
+            memcpy(g[b0 + i].qs[slot], yb[b0 + i].qs, QT_QK8_0);
+            g[b0 + i].d[slot] = cb[i].d;
+            g[b0 + i].off[slot] = cb[i].off;
+        }
+    }
+}
+
+static void prep_q4_0(int n, int col, int ncols, void *aux, const void *y) { prep_il(n, col, ncols, aux, y, 8); }
+static void prep_iq4_nl(int n, int col, int ncols, void *aux, const void *y) { prep_il(n, col, ncols, aux, y, 128); }
 
 /* ---- the kernel ------------------------------------------------------------ */
 
@@ -134,39 +185,60 @@ INLINE void pack(panel *p, const uint8_t *w, size_t stride, int nb, const int iq
     for (int i = 0; i < nb; i++) unpack(w + i * BLOCK, stride, &p->u[8 * i], iq4);
 }
 
-/* Adds blocks [b, b + nb) of `nc` columns (a constant after inlining) to
+/* Where the columns' data for a block lies: column c's block i at
+ * q + c * q_col + i * q_blk (its 32 bytes), and its scale and offset at
+ * d + c * a_col + i * a_blk and off + the same.  Constants for a group
+ * (il_block), strides for columns in y and col_block arrays. */
+typedef struct col_src {
+    const uint8_t *q, *d, *off;
+    size_t q_col, q_blk, a_col, a_blk;
+} col_src;
+
+INLINE col_src group_src(const void *aux, int nb, int g, int b)
+{
+    const il_block *e = (const il_block *)aux + (size_t)g * nb + b;
+    return (col_src){(const uint8_t *)e->qs, (const uint8_t *)e->d, (const uint8_t *)e->off,
+                     QT_QK8_0, sizeof(il_block), sizeof(float), sizeof(il_block)};
+}
+
+/* Column c's blocks from b on, c counted from y's and a's first. */
+INLINE col_src column_src(const uint8_t *y, size_t y_stride, const col_block *a, int nb, int c, int b)
+{
+    const qt_block_q8_0 *yb = (const qt_block_q8_0 *)(y + c * y_stride) + b;
+    const col_block *ab = a + (size_t)c * nb + b;
+    return (col_src){(const uint8_t *)yb->qs, (const uint8_t *)&ab->d, (const uint8_t *)&ab->off,
+                     y_stride, sizeof(qt_block_q8_0), (size_t)nb * sizeof(col_block), sizeof(col_block)};
+}
+
+/* Adds np blocks of `nc` columns (a constant after inlining) from src to
  * their accumulators in s. */
-INLINE void columns(const panel *p, int nb, const int nc, int b, float *s, size_t ldo, const uint8_t *y,
-                    size_t y_stride, const uint8_t *aux, size_t aux_stride, const int vnni)
+INLINE void columns(const panel *p, int np, const int nc, col_src src, float *s, size_t ldo, const int vnni)
 {
     __m512 acc[MAX_COLS];
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int c = 0; c < nc; c++) acc[c] = _mm512_loadu_ps(s + c * ldo);
-    for (int i = 0; i < nb; i++) {
-        const qt_block_q8_0 *yb[MAX_COLS];
-        const col_block *ab[MAX_COLS];
+    for (int i = 0; i < np; i++) {
+        const int8_t *q = (const int8_t *)src.q + i * src.q_blk;
+        const uint8_t *d = src.d + i * src.a_blk, *off = src.off + i * src.a_blk;
         __m512i is[MAX_COLS];
-#pragma GCC unroll 16
-        for (int c = 0; c < nc; c++) {
-            yb[c] = (const qt_block_q8_0 *)(y + c * y_stride) + b + i;
-            ab[c] = (const col_block *)(aux + c * aux_stride) + b + i;
-            is[c] = _mm512_set1_epi32(ab[c]->off);
-        }
+#pragma GCC unroll 8
+        for (int c = 0; c < nc; c++) is[c] = _mm512_set1_epi32(*(const int32_t *)(off + c * src.a_col));
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             const __m512i u = p->u[8 * i + k];
-#pragma GCC unroll 16
-            for (int c = 0; c < nc; c++) is[c] = dot4_bcast(is[c], u, yb[c]->qs + 4 * (k & 3) + 16 * (k >> 2), vnni);
+#pragma GCC unroll 8
+            for (int c = 0; c < nc; c++) is[c] = dot4_bcast(is[c], u, q + c * src.q_col + 4 * (k & 3) + 16 * (k >> 2), vnni);
         }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
         for (int c = 0; c < nc; c++) {
-            const __m512 d = _mm512_mul_ps(p->d[i], _mm512_set1_ps(ab[c]->d));
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[c]), d, acc[c]);
+            const __m512 dm = _mm512_mul_ps(p->d[i], _mm512_set1_ps(*(const float *)(d + c * src.a_col)));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[c]), dm, acc[c]);
         }
     }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int c = 0; c < nc; c++) _mm512_storeu_ps(s + c * ldo, acc[c]);
 }
+
 
 /* acc + one column's block b against the 16 rows' block in row-per-lane
  * form (quants u, scales dw): the exact integer sum with its offset
@@ -278,7 +350,7 @@ INLINE void gemv_x16(int n, float *s, const uint8_t *g, const uint8_t *y, const 
  * (x16) from a group in the x16 layout; Q4_0's and IQ4_NL's gemm order is
  * their gemv order, so `gemm` is moot. */
 INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
-                     size_t y_stride, const void *aux, size_t aux_stride, const int vnni, const int iq4, const int x16)
+                     size_t y_stride, const void *aux, const int vnni, const int iq4, const int x16)
 {
     if (ncols == 1) {
         if (x16)
@@ -288,7 +360,6 @@ INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size
         return;
     }
     alignas(64) panel p;
-    const uint8_t *yc = y, *ac = aux;
     const int nb = n / QT_QK4_0;
     for (int c = 0; c < ncols; c++) _mm512_storeu_ps(s + c * ldo, _mm512_setzero_ps());
     for (int b = 0; b < nb; b += PANEL) {
@@ -303,64 +374,64 @@ INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size
             if (b + 2 * PANEL < nb) prefetch_rows(wb + 2 * PANEL * BLOCK, w_stride, PANEL * BLOCK);
             pack(&p, wb, w_stride, np, iq4);
         }
+        const int whole = ncols / MAX_COLS * MAX_COLS;
+        for (int c = 0; c < whole; c += MAX_COLS)
+            columns(&p, np, MAX_COLS, group_src(aux, nb, c / MAX_COLS, b), s + (size_t)c * ldo, ldo, vnni);
+        const col_block *tail = tail_blocks(aux, nb, ncols);
+        const uint8_t *yt = (const uint8_t *)y + (size_t)whole * y_stride;
         int c = 0;
-        for (; ncols - c >= MAX_COLS; c += MAX_COLS)
-            columns(&p, np, MAX_COLS, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
-                    aux_stride, vnni);
-        for (; ncols - c >= 4; c += 4)
-            columns(&p, np, 4, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
-                    aux_stride, vnni);
-        for (; c < ncols; c++)
-            columns(&p, np, 1, b, s + (size_t)c * ldo, ldo, yc + c * y_stride, y_stride, ac + c * aux_stride,
-                    aux_stride, vnni);
+        for (; ncols - whole - c >= 4; c += 4)
+            columns(&p, np, 4, column_src(yt, y_stride, tail, nb, c, b), s + (size_t)(whole + c) * ldo, ldo, vnni);
+        for (; whole + c < ncols; c++)
+            columns(&p, np, 1, column_src(yt, y_stride, tail, nb, c, b), s + (size_t)(whole + c) * ldo, ldo, vnni);
     }
 }
 
 static void run_x16_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                         size_t y_stride, const void *aux, size_t aux_stride)
+                         size_t y_stride, const void *aux)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, aux_stride, 0, 0, 1);
+    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, 0, 0, 1);
 }
 
 static void run_x16_q4_0_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                              size_t y_stride, const void *aux, size_t aux_stride)
+                              size_t y_stride, const void *aux)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, aux_stride, 1, 0, 1);
+    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, 1, 0, 1);
 }
 
 static void run_x16_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                                size_t y_stride, const void *aux, size_t aux_stride)
+                                size_t y_stride, const void *aux)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, aux_stride, 1, 1, 1);
+    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, 1, 1, 1);
 }
 
 static void run_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                     const void *y, size_t y_stride, const void *aux, size_t aux_stride)
+                     const void *y, size_t y_stride, const void *aux)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 0, 0, 0);
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, 0, 0, 0);
 }
 
 static void run_q4_0_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                          const void *y, size_t y_stride, const void *aux, size_t aux_stride)
+                          const void *y, size_t y_stride, const void *aux)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 0, 0);
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, 1, 0, 0);
 }
 
 static void run_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                            const void *y, size_t y_stride, const void *aux, size_t aux_stride)
+                            const void *y, size_t y_stride, const void *aux)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, aux_stride, 1, 1, 0);
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, 1, 1, 0);
 }
 
-static const qt_rp_wide wide_q4_0 = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0};
-static const qt_rp_wide wide_q4_0_vnni = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0_vnni, run_x16_q4_0_vnni};
-static const qt_rp_wide wide_iq4_nl_vnni = {qt_rp_aux_q8_0, prep_iq4_nl, run_iq4_nl_vnni, run_x16_iq4_nl_vnni};
+static const qt_rp_wide wide_q4_0 = {aux_il, prep_q4_0, run_q4_0, run_x16_q4_0, true};
+static const qt_rp_wide wide_q4_0_vnni = {aux_il, prep_q4_0, run_q4_0_vnni, run_x16_q4_0_vnni, true};
+static const qt_rp_wide wide_iq4_nl_vnni = {aux_il, prep_iq4_nl, run_iq4_nl_vnni, run_x16_iq4_nl_vnni, true};
 
 const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT] = {
     [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &qt_rp_wide_q4_K_avx512, [QT_Q2_K] = &qt_rp_wide_q2_K_avx512};

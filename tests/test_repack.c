@@ -162,8 +162,14 @@ static void test_kernels_vs_ref(const char *set, const qt_repack_ops *k, qt_type
     }
 }
 
+/* A call's side data (repack.h): prep for each of its ncols columns. */
+static void prep_call(const qt_rp_wide *k, int n, int ncols, uint8_t *aux, const uint8_t *y, size_t y_stride) {
+    for (int c = 0; c < ncols; c++) k->prep(n, c, ncols, aux, y + c * y_stride);
+}
+
 /* A wide kernel set (16 rows, any number of columns) against the reference
- * order, gemm and gemv, at every column count from 1 to 40. */
+ * order, gemm and gemv, at every column count from 1 to 40; a set that
+ * says it has one order must match gemv's with gemm's too. */
 static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt_type type) {
     const qt_repack_ops *ref = qt_repack_ref();
     const qt_traits *tr = qt_get(type);
@@ -179,12 +185,10 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
             const int nb = iter < 2 ? 1 + iter : 1 + rng_below(max_nb), n = nb * tr->block_size;
             const size_t w_stride = tr->type_size * nb, y_stride = qt_row_size(act, n);
             const size_t w_gap = w_stride + tr->type_size * (size_t)rng_below(3);
-            const size_t aux_row = k->aux_bytes(n) + 4 * (size_t)rng_below(3);
             uint8_t *w = xmalloc(w_gap * (ROWS - 1) + w_stride), *y = xmalloc(y_stride * MAXC);
-            uint8_t *aux = xmalloc(aux_row * MAXC);
+            uint8_t *aux = xmalloc(k->aux_bytes(n, MAXC) + 1);
             for (int r = 0; r < ROWS; r++) fill_weights(type, w + r * w_gap, nb, sc);
             for (int c = 0; c < MAXC; c++) fill_acts(act, y + c * y_stride, nb, sc);
-            for (int c = 0; c < MAXC; c++) k->prep(n, aux + c * aux_row, y + c * y_stride);
             /* the reference: gemv per column, gemm per group of 4 */
             float want_v[MAXC][ROWS], want_g[MAXC][ROWS], g[QT_RP_COLS * ROWS];
             for (int c = 0; c < MAXC; c++)
@@ -194,10 +198,16 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                     ref->gemm[type](n, g, ROWS, w + h * w_gap, w_gap, y + c * y_stride, y_stride);
                     for (int j = 0; j < QT_RP_COLS; j++) memcpy(&want_g[c + j][h], &g[j * ROWS], 8 * sizeof(float));
                 }
+            if (k->one_order)
+                for (int c = 0; c < MAXC; c++)
+                    for (int r = 0; r < ROWS; r++)
+                        CHECK(same_bits(want_g[c][r], want_v[c][r]), "one order, yet gemm %a gemv %a (col %d row %d)",
+                              want_g[c][r], want_v[c][r], c, r);
             for (int ncols = 1; ncols <= MAXC; ncols++)
                 for (int gemm = 0; gemm < 2; gemm++) {
                     float out[MAXC * (ROWS + 1)];
-                    k->run(n, ncols, gemm, out, ROWS + 1, w, w_gap, y, y_stride, aux, aux_row);
+                    prep_call(k, n, ncols, aux, y, y_stride);
+                    k->run(n, ncols, gemm, out, ROWS + 1, w, w_gap, y, y_stride, aux);
                     for (int c = 0; c < ncols; c++)
                         for (int r = 0; r < ROWS; r++) {
                             const float want = gemm ? want_g[c][r] : want_v[c][r];
@@ -215,7 +225,8 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                 for (int ncols = 1; ncols <= MAXC; ncols++)
                     for (int gemm = 0; gemm < 2; gemm++) {
                         float out[MAXC * (ROWS + 1)];
-                        k->run_x16(n, ncols, gemm, out, ROWS + 1, x16, y, y_stride, aux, aux_row);
+                        prep_call(k, n, ncols, aux, y, y_stride);
+                        k->run_x16(n, ncols, gemm, out, ROWS + 1, x16, y, y_stride, aux);
                         for (int c = 0; c < ncols; c++)
                             for (int r = 0; r < ROWS; r++) {
                                 const float want = gemm ? want_g[c][r] : want_v[c][r];
