@@ -201,22 +201,22 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
              * product (|dot| <= 32·15·127, sc <= 63) and their sum stay
              * below 2^24, so both are exact and equal the integer sum the
              * reference converts, without vpmulld's two uops each */
-            for (int h = 0; h < 2; h++) {
-                const int j = 2 * g + h;
-                __m512i dot[NC];
+            __m512i dot0[NC], dot1[NC];
 #pragma GCC unroll 4
-                for (int c = 0; c < nc; c++) dot[c] = _mm512_setzero_si512();
+            for (int c = 0; c < nc; c++) dot0[c] = dot1[c] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-                for (int k = 0; k < 8; k++) {
-                    const __m512i u = p->u[8 * j + k];
+            for (int k = 0; k < 8; k++) {
+                const __m512i u0 = p->u[8 * (2 * g) + k], u1 = p->u[8 * (2 * g + 1) + k];
 #pragma GCC unroll 4
-                    for (int c = 0; c < nc; c++) dot[c] = dot4_bcast(dot[c], u, yb[c]->qs + 32 * j + 4 * k, vnni);
+                for (int c = 0; c < nc; c++) {
+                    dot0[c] = dot4_bcast(dot0[c], u0, yb[c]->qs + 32 * (2 * g) + 4 * k, vnni);
+                    dot1[c] = dot4_bcast(dot1[c], u1, yb[c]->qs + 32 * (2 * g + 1) + 4 * k, vnni);
                 }
-#pragma GCC unroll 4
-                for (int c = 0; c < nc; c++)
-                    isf[c] = h ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c]), p->scf[j], isf[c])
-                               : _mm512_mul_ps(_mm512_cvtepi32_ps(dot[c]), p->scf[j]);
             }
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++)
+                isf[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot1[c]), p->scf[2 * g + 1],
+                                         _mm512_mul_ps(_mm512_cvtepi32_ps(dot0[c]), p->scf[2 * g]));
             /* the mins' bsum pairs, formed once per matmul (prep) */
 #pragma GCC unroll 4
             for (int c = 0; c < nc; c++)
