@@ -239,7 +239,13 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
             for (int c = 0; c < nc; c++) {
                 is[c] = _mm512_add_epi32(e[c], o[c]);
                 im[c] = _mm512_setzero_si512();
-                for (int i = 4 * g; i < 4 * g + 4; i++) {
+            }
+            /* the columns' mins side by side: one column's four in turn
+             * were a 16-cycle chain, and GCC left them a loop */
+#pragma GCC unroll 4
+            for (int i = 4 * g; i < 4 * g + 4; i++)
+#pragma GCC unroll 4
+                for (int c = 0; c < nc; c++) {
                     /* vpdpwssd: the pair products and their add in one uop */
                     if (vnni)
                         __asm__("%{evex%} vpdpwssd %2%{1to16%}, %1, %0"
@@ -251,7 +257,6 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
                         im[c] = _mm512_add_epi32(im[c], _mm512_madd_epi16(p->mins[i], _mm512_set1_epi32(pair)));
                     }
                 }
-            }
         }
 #pragma GCC unroll 4
         for (int c = 0; c < nc; c++) {
