@@ -80,8 +80,14 @@ static void q8_K_pack(int n, const void *y, size_t y_stride, int ncols, int tile
 const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
 {
     static const qt_tiles q8_0 = {q8_0_pack_size, qt_avx512_vnni_tb_pack_q8_0, qt_avx512_vnni_tb_q8_0, 0,
-                                   qt_avx512_vnni_tb_pack_q8_0_f32};
-    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_avx512_vnni_tiled, 0, NULL};
+                                   qt_avx512_vnni_tb_pack_q8_0_f32, 0};
+    /* Passes of 256 columns where they stay in a 1 MB L2 (n = 2048:
+     * 598 KB): each weight block is decoded once per pass, and at 128
+     * columns decoding took ~27% of the kernel (Q6_K, Zen 5); 1.08x (Q6_K)
+     * and 1.13x (Q3_K) there, 1 thread, same bits.  Larger inputs keep
+     * 128 (n = 5632: 822 KB; 256 there measured within the noise, in
+     * the model, and 512 columns for all 0.95x in stop 27). */
+    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_avx512_vnni_tiled, 256, NULL, 640 << 10};
     switch (type) {
     case QT_Q8_0: return &q8_0;
     case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: return &k;
@@ -93,7 +99,7 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
  * once per pass, so wider passes fold less often. */
 const qt_tiles *qt_tiles_amx(qt_type type)
 {
-    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_amx_tiled, 512, qt_amx_pack_q8_K_f32};
+    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_amx_tiled, 512, qt_amx_pack_q8_K_f32, 0};
     return qt_amx_tiled_has(type) ? &k : NULL;
 }
 #endif

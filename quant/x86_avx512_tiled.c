@@ -46,7 +46,7 @@
 #include "x86_simd.h"
 
 #define GROUP 4   /* rows decoded and computed together */
-#define MAX_TILES 8
+#define MAX_TILES 16
 #define ROWS 32   /* rows whose results are written out together */
 #define GROUPS (QT_QK_K / 4)
 #define BLOCK_BYTES (QT_TILE_COLS * QT_QK_K + QT_TILE_COLS * QT_QK_K / 16 * sizeof(int16_t) + QT_TILE_COLS * sizeof(float))

@@ -173,12 +173,12 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
 static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
     /* blocks, rows, columns: Q8_0's blocks cross the kernel's 128-block
      * chunks, rows its groups of 3 (ending in 1 or 2 rows) and 48-row
-     * runs, columns its 8-tile passes */
+     * runs, columns its passes (Q8_0: 8 tiles, K-quants: 16) */
     static const int q8_shapes[][3] = {{1, 1, 8},    {2, 3, 16},   {5, 2, 17},  {64, 5, 33}, {129, 3, 40},
                                        {3, 17, 130}, {130, 33, 9}, {7, 16, 31}, {2, 35, 257}, {3, 50, 20},
                                        {2, 97, 47},  {1, 48, 16}};
     static const int k_shapes[][3] = {{1, 1, 8},  {2, 4, 16},  {3, 5, 17}, {1, 9, 33},
-                                      {2, 36, 40}, {1, 3, 130}, {4, 7, 47}};
+                                      {2, 36, 40}, {1, 3, 130}, {4, 7, 47}, {1, 5, 300}};
     const int(*shapes)[3] = type == QT_Q8_0 ? q8_shapes : k_shapes;
     const size_t n_shapes = type == QT_Q8_0 ? sizeof q8_shapes / sizeof q8_shapes[0] : sizeof k_shapes / sizeof k_shapes[0];
     char name[96];
@@ -430,6 +430,7 @@ static void test_matmul_shared(void) {
         check_shared(2, mix, r2, 2 * QT_QK8_0, ntok);
         check_shared(3, kmix, r3, 2 * QT_QK_K, ntok); /* K-quant types side by side: one packing */
     }
+    check_shared(3, kmix, r3, 2 * QT_QK_K, 300); /* across the caller's 256-column passes */
     TEST_END();
 }
 
