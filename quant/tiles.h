@@ -3,7 +3,9 @@
  *
  * The per-element definitions of those orders are vec_dot's (for Q8_0,
  * which llama.cpp runs through tinyBLAS: quant/tiled.h explains why the
- * two agree) and qt_tiled_dot (K-quants on its tiled path, quant/tiled.h).
+ * two agree; and for Q5_0, whose vec_dot is Q8_0's on its quants widened
+ * to signed bytes, so the Q8_0 kernel runs it from blocks decoded on the
+ * way) and qt_tiled_dot (K-quants on its tiled path, quant/tiled.h).
  * Calling them once per (row, column) re-reads and re-decodes a weight
  * row for every column and pays each block's scale work per pair.  These
  * kernels keep every output's float operations and their order, but put

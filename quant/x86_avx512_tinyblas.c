@@ -1,4 +1,5 @@
-/* x86_avx512_tinyblas.c - quant/tiles.h's Q8_0 kernel (tinyBLAS order), AVX512-VNNI.
+/* x86_avx512_tinyblas.c - quant/tiles.h's Q8_0 kernel (tinyBLAS order), AVX512-VNNI,
+ * which also runs Q5_0 (decode_q5_0).
  *
  * Compiled with the AVX-512 flags; vpdpbusd is inline asm as in
  * x86_avx512.c, so the file needs no -mavx512vnni.  Reached only through
@@ -96,7 +97,7 @@ static void row_consts_fill(const qt_block_q8_0 *x, int bn, row_consts *k)
  * spread over this work, so that they arrive before they are needed (the
  * hardware prefetchers see a burst of loads per row pair, then none). */
 INLINE void rows_chunk(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,
-                       const float *tdy, __m512 acc[NR][8], bool first, const qt_block_q8_0 *const pf[NR],
+                       const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR], size_t pf_block,
                        const int nr)
 {
     const __m512 magicf = _mm512_set1_ps(12582912.0f);
@@ -108,7 +109,7 @@ INLINE void rows_chunk(const qt_block_q8_0 *const x[NR], int bn, const row_const
     for (int b = 0; b < bn; b++) {
         __m512 d[NR];
         if (pf[0])
-            for (int i = 0; i < nr; i++) _mm_prefetch((const char *)&pf[i][b], _MM_HINT_T0);
+            for (int i = 0; i < nr; i++) _mm_prefetch((const char *)pf[i] + (size_t)b * pf_block, _MM_HINT_T0);
         const __m512 dy = _mm512_loadu_ps(tdy + 16 * b);
         for (int i = 0; i < nr; i++) d[i] = _mm512_mul_ps(_mm512_set1_ps(k[i].d[b]), dy);
         const uint8_t *yq = tq + (size_t)b * QT_TILE_COLS * QT_QK8_0;
@@ -134,9 +135,10 @@ INLINE void rows_chunk(const qt_block_q8_0 *const x[NR], int bn, const row_const
 
 #define ROWS_CHUNK_N(m)                                                                                              \
     static void rows_chunk_##m(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,    \
-                               const float *tdy, __m512 acc[NR][8], bool first, const qt_block_q8_0 *const pf[NR]) \
+                               const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR],        \
+                               size_t pf_block)                                                                     \
     {                                                                                                                \
-        rows_chunk(x, bn, k, tq, tdy, acc, first, pf, m);                                                          \
+        rows_chunk(x, bn, k, tq, tdy, acc, first, pf, pf_block, m);                                                \
     }
 ROWS_CHUNK_N(1)
 ROWS_CHUNK_N(2)
@@ -145,7 +147,29 @@ ROWS_CHUNK_N(3)
 #endif
 
 typedef void (*rows_chunk_fn)(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,
-                              const float *tdy, __m512 acc[NR][8], bool first, const qt_block_q8_0 *const pf[NR]);
+                              const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR],
+                              size_t pf_block);
+
+/* Q5_0 blocks as Q8_0 blocks: the same d, and the quants as the signed
+ * bytes vec_dot unpacks them to.  vec_dot's order for Q5_0 is Q8_0's on
+ * those bytes (quant/ref.c: the same 8 lanes, d = dx·dy, one fma per lane
+ * and block, qt_hsum8), so this kernel gives Q5_0's bits too.  Decoded
+ * once per chunk of a row group, they serve every tile of the pass. */
+static void decode_q5_0(const qt_block_q5_0 *x, int bn, qt_block_q8_0 *out)
+{
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    for (int b = 0; b < bn; b++) {
+        const __m128i q = _mm_loadu_si128((const __m128i *)x[b].qs);
+        const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+        uint32_t qh;
+        memcpy(&qh, x[b].qh, sizeof qh);
+        /* bit j of qh is element j's fifth bit (elements 16-31: the high nibbles) */
+        const __m256i v5 = _mm256_mask_add_epi8(v, (__mmask32)qh, v, sixteen);
+        _mm256_storeu_si256((__m256i *)out[b].qs, _mm256_sub_epi8(v5, sixteen));
+        out[b].d = x[b].d;
+    }
+}
 
 /* Rows [r0, r0 + n) of columns [c0, c0 + nc) from res[tile][row][column]:
  * 16 rows of a tile at a time, transposed so that each column's rows go
@@ -178,7 +202,8 @@ INLINE __m512 hsum8_lanes(const __m512 a[8])
 void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                             int ncols, float *out, size_t out_stride)
 {
-    (void)type; /* Q8_0 */
+    const int q5 = type == QT_Q5_0; /* else Q8_0 */
+    const size_t xs = q5 ? sizeof(qt_block_q5_0) : sizeof(qt_block_q8_0);
     const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
     const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
     const size_t tile_bytes = tile_qs + (size_t)nb * QT_TILE_COLS * sizeof(float);
@@ -188,6 +213,7 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
 #endif
     };
     row_consts k[NR];
+    qt_block_q8_0 dec[NR][CHUNK]; /* Q5_0: a chunk of the group's rows as Q8_0 */
     __m512 acc[SUPER][NR][8];
     /* results of ROWS rows, per tile and row (flush_rows; the last 16 rows
      * only pad a partial block of 16, whose stores are masked) */
@@ -197,22 +223,28 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
         const int c0 = t0 * QT_TILE_COLS, nc = ncols - c0 < nt * QT_TILE_COLS ? ncols - c0 : nt * QT_TILE_COLS;
         for (int r = 0; r < nrows; r += NR) {
             const int nr = nrows - r < NR ? nrows - r : NR;
-            const qt_block_q8_0 *x[NR];
-            for (int i = 0; i < NR; i++) x[i] = (const void *)((const uint8_t *)w + (size_t)(r + i % nr) * w_stride);
+            const uint8_t *x[NR];
+            for (int i = 0; i < NR; i++) x[i] = (const uint8_t *)w + (size_t)(r + i % nr) * w_stride;
             for (int b0 = 0; b0 < nb; b0 += CHUNK) {
                 const int bn = nb - b0 < CHUNK ? nb - b0 : CHUNK;
-                const qt_block_q8_0 *xc[NR], *pf[NR];
-                for (int i = 0; i < NR; i++) xc[i] = x[i] + b0, pf[i] = NULL;
+                const qt_block_q8_0 *xc[NR];
+                const uint8_t *pf[NR];
+                for (int i = 0; i < NR; i++) {
+                    xc[i] = q5 ? dec[i] : (const qt_block_q8_0 *)x[i] + b0;
+                    pf[i] = NULL;
+                }
                 if (r + NR < nrows)
                     for (int i = 0; i < NR; i++)
-                        pf[i] = (const qt_block_q8_0 *)((const uint8_t *)w +
-                                                        (size_t)(r + NR + i % (nrows - r - NR)) * w_stride) + b0;
-                for (int i = 0; i < nr; i++) row_consts_fill(xc[i], bn, &k[i]);
+                        pf[i] = (const uint8_t *)w + (size_t)(r + NR + i % (nrows - r - NR)) * w_stride + (size_t)b0 * xs;
+                for (int i = 0; i < nr; i++) {
+                    if (q5) decode_q5_0((const qt_block_q5_0 *)x[i] + b0, bn, dec[i]);
+                    row_consts_fill(xc[i], bn, &k[i]);
+                }
                 for (int t = 0; t < nt; t++) {
                     const uint8_t *tq = (const uint8_t *)packed + (size_t)(t0 + t) * tile_bytes;
                     const float *tdy = (const float *)(tq + tile_qs) + (size_t)b0 * QT_TILE_COLS;
                     tq += (size_t)b0 * QT_TILE_COLS * QT_QK8_0;
-                    chunk_fn[nr - 1](xc, bn, k, tq, tdy, acc[t], b0 == 0, pf);
+                    chunk_fn[nr - 1](xc, bn, k, tq, tdy, acc[t], b0 == 0, pf, xs);
                     pf[0] = NULL; /* once per pass is enough */
                 }
             }

@@ -78,6 +78,17 @@ static void fill_q8_0(qt_block_q8_0 *b, int nb, int sc) {
     }
 }
 
+/* nb Q5_0 blocks: random bits, or all bits set or clear. */
+static void fill_q5_0(qt_block_q5_0 *b, int nb, int sc) {
+    const int pat = rng_below(2);
+    for (int i = 0; i < nb; i++) {
+        b[i].d = scale_for(sc);
+        uint8_t *bits = (uint8_t *)&b[i] + sizeof b[i].d;
+        for (size_t j = 0; j < sizeof b[i] - sizeof b[i].d; j++)
+            bits[j] = sc == SC_ZERO ? 0 : sc != SC_EXTREMES ? (uint8_t)rng_next() : pat ? 0xff : 0x00;
+    }
+}
+
 /* Where a K-quant block keeps its f16 d and dmin (-1: none). */
 static void k_scale_offsets(qt_type type, int *d, int *dmin) {
     switch (type) {
@@ -132,11 +143,13 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
     for (int r = 0; r < rows; r++) {
         if (type == QT_Q8_0)
             fill_q8_0((qt_block_q8_0 *)(w + r * w_stride), nb, sc);
+        else if (type == QT_Q5_0)
+            fill_q5_0((qt_block_q5_0 *)(w + r * w_stride), nb, sc);
         else
             fill_k(type, w + r * w_stride, nb, sc);
     }
     for (int c = 0; c < cols; c++) {
-        if (type == QT_Q8_0)
+        if (tr->vec_dot_type == QT_Q8_0)
             fill_q8_0((qt_block_q8_0 *)(y + c * y_stride), nb, sc);
         else
             fill_q8_K((qt_block_q8_K *)(y + c * y_stride), nb, sc);
@@ -144,7 +157,7 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
     const size_t pack_bytes = tiles->pack_size(n, cols);
     void *packed = test_xmalloc(pack_bytes);
     for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++) tiles->pack(n, y, y_stride, cols, t, packed);
-    if (type == QT_Q8_0) { /* the set's packer writes the portable layout */
+    if (tr->vec_dot_type == QT_Q8_0) { /* the set's packer writes the portable layout */
         uint8_t *ref = test_xmalloc(pack_bytes);
         for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++) qt_tiles_pack_q8_0_ref(n, y, y_stride, cols, t, ref);
         CHECK(memcmp(ref, packed, pack_bytes) == 0, "nb %d cols %d: packed tiles differ from the portable layout", nb, cols);
@@ -158,6 +171,8 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
             float want;
             if (type == QT_Q8_0)
                 qt_vec_dot_q8_0_q8_0(n, &want, w + r * w_stride, y + c * y_stride);
+            else if (type == QT_Q5_0)
+                qt_vec_dot_q5_0_q8_0(n, &want, w + r * w_stride, y + c * y_stride);
             else
                 want = qt_tiled_dot(type, n, w + r * w_stride, y + c * y_stride);
             const float got = out[c * out_stride + r];
@@ -179,8 +194,9 @@ static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
                                        {2, 97, 47},  {1, 48, 16}};
     static const int k_shapes[][3] = {{1, 1, 8},  {2, 4, 16},  {3, 5, 17}, {1, 9, 33},
                                       {2, 36, 40}, {1, 3, 130}, {4, 7, 47}, {1, 5, 300}};
-    const int(*shapes)[3] = type == QT_Q8_0 ? q8_shapes : k_shapes;
-    const size_t n_shapes = type == QT_Q8_0 ? sizeof q8_shapes / sizeof q8_shapes[0] : sizeof k_shapes / sizeof k_shapes[0];
+    const bool q8 = qt_get(type)->vec_dot_type == QT_Q8_0;
+    const int(*shapes)[3] = q8 ? q8_shapes : k_shapes;
+    const size_t n_shapes = q8 ? sizeof q8_shapes / sizeof q8_shapes[0] : sizeof k_shapes / sizeof k_shapes[0];
     char name[96];
     for (int sc = 0; sc < SC_COUNT; sc++) {
         snprintf(name, sizeof name, "%s/tiles_%s/%s", set, qt_get(type)->name, sc_names[sc]);
@@ -438,7 +454,7 @@ int main(void) {
 #if defined(__x86_64__)
     if (qt_isa_supported(qt_cpu(), QT_ISA_AVX512_VNNI))
     {
-        const qt_type types[] = {QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+        const qt_type types[] = {QT_Q8_0, QT_Q5_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
             test_kernel("avx512-vnni", types[i], qt_tiles_avx512_vnni(types[i]));
         test_pack_f32_q8_0();
