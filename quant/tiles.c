@@ -11,35 +11,61 @@
 #include "repack.h"
 #include "tiled.h"
 
-/* ---- Q8_0 (tinyBLAS order) ---------------------------------------------- */
+/* ---- Q8_0 (tinyBLAS order) and Q8_1 ------------------------------------- */
 
-static size_t q8_0_tile_bytes(int nb) { return (size_t)nb * (QT_TILE_COLS * QT_QK8_0 + QT_TILE_COLS * sizeof(float)); }
+/* A tile's blocks: the quants, the d's, and (Q8_1) the s's. */
+static size_t q8_tile_bytes(int nb, int with_s)
+{
+    return (size_t)nb * (QT_TILE_COLS * QT_QK8_0 + (1 + with_s) * QT_TILE_COLS * sizeof(float));
+}
 
 static size_t q8_0_pack_size(int n, int ncols)
 {
     const int tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
-    return (size_t)tiles * q8_0_tile_bytes(n / QT_QK8_0);
+    return (size_t)tiles * q8_tile_bytes(n / QT_QK8_0, 0);
 }
 
-void qt_tiles_pack_q8_0_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+static size_t q8_1_pack_size(int n, int ncols)
+{
+    const int tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
+    return (size_t)tiles * q8_tile_bytes(n / QT_QK8_1, 1);
+}
+
+/* Q8_0 or (with_s) Q8_1 rows: the blocks differ only in Q8_1's f16 s
+ * between d and the quants. */
+static void pack_q8_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed, int with_s)
 {
     const int nb = n / QT_QK8_0, c0 = tile * QT_TILE_COLS;
-    uint8_t *qs = (uint8_t *)packed + (size_t)tile * q8_0_tile_bytes(nb);
-    float *d = (float *)(qs + (size_t)nb * QT_TILE_COLS * QT_QK8_0);
+    const size_t bs = with_s ? sizeof(qt_block_q8_1) : sizeof(qt_block_q8_0), qs_at = with_s ? 4 : 2;
+    uint8_t *qs = (uint8_t *)packed + (size_t)tile * q8_tile_bytes(nb, with_s);
+    float *d = (float *)(qs + (size_t)nb * QT_TILE_COLS * QT_QK8_0), *sy = d + (size_t)nb * QT_TILE_COLS;
     for (int c = 0; c < QT_TILE_COLS; c++) {
-        const qt_block_q8_0 *row = c0 + c < ncols ? (const void *)((const uint8_t *)y + (size_t)(c0 + c) * y_stride) : NULL;
+        const uint8_t *row = c0 + c < ncols ? (const uint8_t *)y + (size_t)(c0 + c) * y_stride : NULL;
         for (int b = 0; b < nb; b++) {
             uint8_t *dst = qs + (size_t)b * QT_TILE_COLS * QT_QK8_0 + 4 * c;
             for (int g = 0; g < 8; g++) {
                 /* + 128 on each byte of a group is a flip of its top bit */
                 uint32_t group = 0;
-                if (row) memcpy(&group, row[b].qs + 4 * g, sizeof group);
+                if (row) memcpy(&group, row + b * bs + qs_at + 4 * g, sizeof group);
                 group ^= 0x80808080u;
                 memcpy(dst + 4 * QT_TILE_COLS * g, &group, sizeof group);
             }
-            d[b * QT_TILE_COLS + c] = row ? qt_f16_to_f32(row[b].d) : 0.0f;
+            uint16_t h[2] = {0, 0};
+            if (row) memcpy(h, row + b * bs, with_s ? 4 : 2);
+            d[b * QT_TILE_COLS + c] = row ? qt_f16_to_f32(h[0]) : 0.0f;
+            if (with_s) sy[b * QT_TILE_COLS + c] = row ? qt_f16_to_f32(h[1]) : 0.0f;
         }
     }
+}
+
+void qt_tiles_pack_q8_0_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+{
+    pack_q8_ref(n, y, y_stride, ncols, tile, packed, 0);
+}
+
+void qt_tiles_pack_q8_1_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+{
+    pack_q8_ref(n, y, y_stride, ncols, tile, packed, 1);
 }
 
 /* ---- Q8_K (tiled K-quant order) ----------------------------------------- */
@@ -87,9 +113,11 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
      * and 1.13x (Q3_K) there, 1 thread, same bits.  Larger inputs keep
      * 128 (n = 5632: 822 KB; 256 there measured within the noise, in
      * the model, and 512 columns for all 0.95x in stop 27). */
+    static const qt_tiles q8_1 = {q8_1_pack_size, qt_avx512_vnni_tb_pack_q8_1, qt_avx512_vnni_tb_q8_0, 0, NULL, 0};
     static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_avx512_vnni_tiled, 256, NULL, 640 << 10};
     switch (type) {
     case QT_Q8_0: case QT_Q5_0: return &q8_0;
+    case QT_Q4_1: return &q8_1;
     case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: return &k;
     default: return NULL;
     }
@@ -123,7 +151,8 @@ const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols)
 #if defined(__x86_64__)
     if (qt_isa_active() != QT_ISA_AVX512_VNNI) return NULL;
     if (qt_tiles_amx_applies(type, rows, n_cols)) return qt_tiles_amx(type);
-    if (type == QT_Q8_0 || type == QT_Q5_0 || qt_tiled_applies(type, rows, n_cols)) return qt_tiles_avx512_vnni(type);
+    if (type == QT_Q8_0 || type == QT_Q5_0 || type == QT_Q4_1 || qt_tiled_applies(type, rows, n_cols))
+        return qt_tiles_avx512_vnni(type);
 #else
     (void)type, (void)rows;
 #endif

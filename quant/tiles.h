@@ -3,9 +3,10 @@
  *
  * The per-element definitions of those orders are vec_dot's (for Q8_0,
  * which llama.cpp runs through tinyBLAS: quant/tiled.h explains why the
- * two agree; and for Q5_0, whose vec_dot is Q8_0's on its quants widened
- * to signed bytes, so the Q8_0 kernel runs it from blocks decoded on the
- * way) and qt_tiled_dot (K-quants on its tiled path, quant/tiled.h).
+ * two agree; and for Q5_0 and Q4_1, whose vec_dots are Q8_0's on their
+ * quants widened to bytes, Q4_1's plus a chain of m·s, so the Q8_0 kernel
+ * runs them from blocks decoded on the way) and qt_tiled_dot (K-quants on
+ * its tiled path, quant/tiled.h).
  * Calling them once per (row, column) re-reads and re-decodes a weight
  * row for every column and pays each block's scale work per pair.  These
  * kernels keep every output's float operations and their order, but put
@@ -21,6 +22,8 @@
  *     for each 4-byte group g = 0..7, 64 bytes: group g of columns 0..15,
  *     every byte stored as y + 128 (vpdpbusd multiplies unsigned bytes by
  *     signed ones); after all blocks, the columns' d_y as floats, per block.
+ *   Q8_1 activations (Q4_1's vec_dot order): the same, then the columns'
+ *     s_y (d_y times the block's sum) as floats, per block.
  *   Q8_K activations (tiled K-quant order), per 256-element block: for
  *     each 4-byte group g = 0..63, 64 bytes: group g of columns 0..15 (the
  *     signed bytes as they are); then for each pair of 16-element sums
@@ -99,6 +102,7 @@ bool qt_tiles_amx_applies(qt_type type, int64_t rows, int n_cols);
 /* The Q8_0 layout's definition in portable code (the AVX512-VNNI set
  * packs with its own gathers; tests compare the two). */
 void qt_tiles_pack_q8_0_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
+void qt_tiles_pack_q8_1_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
 
 #if defined(__x86_64__)
 /* The AVX512-VNNI set for weights of `type` whatever QLM_ISA says (for
@@ -107,6 +111,7 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type);
 void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                             int ncols, float *out, size_t out_stride);
 void qt_avx512_vnni_tb_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
+void qt_avx512_vnni_tb_pack_q8_1(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tb_pack_q8_0_f32(int n, const float *x, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                           int ncols, float *out, size_t out_stride);

@@ -1,5 +1,5 @@
 /* x86_avx512_tinyblas.c - quant/tiles.h's Q8_0 kernel (tinyBLAS order), AVX512-VNNI,
- * which also runs Q5_0 (decode_q5_0).
+ * which also runs Q5_0 and Q4_1 (decode_q5_0, decode_q4_1).
  *
  * Compiled with the AVX-512 flags; vpdpbusd is inline asm as in
  * x86_avx512.c, so the file needs no -mavx512vnni.  Reached only through
@@ -153,8 +153,9 @@ typedef void (*rows_chunk_fn)(const qt_block_q8_0 *const x[NR], int bn, const ro
 /* Q5_0 blocks as Q8_0 blocks: the same d, and the quants as the signed
  * bytes vec_dot unpacks them to.  vec_dot's order for Q5_0 is Q8_0's on
  * those bytes (quant/ref.c: the same 8 lanes, d = dx·dy, one fma per lane
- * and block, qt_hsum8), so this kernel gives Q5_0's bits too.  Decoded
- * once per chunk of a row group, they serve every tile of the pass. */
+ * and block, qt_hsum8), so this kernel gives Q5_0's bits too; Q4_1's adds
+ * m·s in a chain of its own, added after qt_hsum8.  Decoded once per
+ * chunk of a row group, they serve every tile of the pass. */
 static void decode_q5_0(const qt_block_q5_0 *x, int bn, qt_block_q8_0 *out)
 {
     const __m128i m4 = _mm_set1_epi8(0x0f);
@@ -168,6 +169,31 @@ static void decode_q5_0(const qt_block_q5_0 *x, int bn, qt_block_q8_0 *out)
         const __m256i v5 = _mm256_mask_add_epi8(v, (__mmask32)qh, v, sixteen);
         _mm256_storeu_si256((__m256i *)out[b].qs, _mm256_sub_epi8(v5, sixteen));
         out[b].d = x[b].d;
+    }
+}
+
+/* Q4_1 blocks the same way (the nibbles as they are, 0..15), and their m
+ * as floats for the separate chain vec_dot keeps (summs_chunk). */
+static void decode_q4_1(const qt_block_q4_1 *x, int bn, qt_block_q8_0 *out, float *m)
+{
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    for (int b = 0; b < bn; b++) {
+        const __m128i q = _mm_loadu_si128((const __m128i *)x[b].qs);
+        _mm256_storeu_si256((__m256i *)out[b].qs,
+                            _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4)));
+        out[b].d = x[b].d;
+        m[b] = qt_f16_to_f32(x[b].m);
+    }
+}
+
+/* Q4_1's other chain, summs = fma(m_x, s_y, summs) per block in order,
+ * for nr rows against one tile's 16 columns (sm carries over chunks). */
+static void summs_chunk(const float (*m)[CHUNK], int nr, int bn, const float *tsy, __m512 sm[NR], bool first)
+{
+    for (int i = 0; i < nr; i++) {
+        __m512 a = first ? _mm512_setzero_ps() : sm[i];
+        for (int b = 0; b < bn; b++) a = _mm512_fmadd_ps(_mm512_set1_ps(m[i][b]), _mm512_loadu_ps(tsy + 16 * b), a);
+        sm[i] = a;
     }
 }
 
@@ -202,19 +228,20 @@ INLINE __m512 hsum8_lanes(const __m512 a[8])
 void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                             int ncols, float *out, size_t out_stride)
 {
-    const int q5 = type == QT_Q5_0; /* else Q8_0 */
-    const size_t xs = q5 ? sizeof(qt_block_q5_0) : sizeof(qt_block_q8_0);
+    const int q5 = type == QT_Q5_0, q41 = type == QT_Q4_1, decoded = q5 || q41; /* else Q8_0 */
+    const size_t xs = qt_get(type)->type_size;
     const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
     const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
-    const size_t tile_bytes = tile_qs + (size_t)nb * QT_TILE_COLS * sizeof(float);
+    const size_t tile_bytes = tile_qs + (size_t)(1 + q41) * nb * QT_TILE_COLS * sizeof(float);
     static const rows_chunk_fn chunk_fn[NR] = {rows_chunk_1, rows_chunk_2,
 #if NR > 2
                                                rows_chunk_3
 #endif
     };
     row_consts k[NR];
-    qt_block_q8_0 dec[NR][CHUNK]; /* Q5_0: a chunk of the group's rows as Q8_0 */
-    __m512 acc[SUPER][NR][8];
+    qt_block_q8_0 dec[NR][CHUNK]; /* Q5_0, Q4_1: a chunk of the group's rows as Q8_0 */
+    float mx[NR][CHUNK];          /* Q4_1: their m */
+    __m512 acc[SUPER][NR][8], sm[SUPER][NR];
     /* results of ROWS rows, per tile and row (flush_rows; the last 16 rows
      * only pad a partial block of 16, whose stores are masked) */
     _Alignas(64) float res[SUPER][ROWS + 16][QT_TILE_COLS];
@@ -230,7 +257,7 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
                 const qt_block_q8_0 *xc[NR];
                 const uint8_t *pf[NR];
                 for (int i = 0; i < NR; i++) {
-                    xc[i] = q5 ? dec[i] : (const qt_block_q8_0 *)x[i] + b0;
+                    xc[i] = decoded ? dec[i] : (const qt_block_q8_0 *)x[i] + b0;
                     pf[i] = NULL;
                 }
                 if (r + NR < nrows)
@@ -238,6 +265,7 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
                         pf[i] = (const uint8_t *)w + (size_t)(r + NR + i % (nrows - r - NR)) * w_stride + (size_t)b0 * xs;
                 for (int i = 0; i < nr; i++) {
                     if (q5) decode_q5_0((const qt_block_q5_0 *)x[i] + b0, bn, dec[i]);
+                    if (q41) decode_q4_1((const qt_block_q4_1 *)x[i] + b0, bn, dec[i], mx[i]);
                     row_consts_fill(xc[i], bn, &k[i]);
                 }
                 for (int t = 0; t < nt; t++) {
@@ -245,11 +273,15 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
                     const float *tdy = (const float *)(tq + tile_qs) + (size_t)b0 * QT_TILE_COLS;
                     tq += (size_t)b0 * QT_TILE_COLS * QT_QK8_0;
                     chunk_fn[nr - 1](xc, bn, k, tq, tdy, acc[t], b0 == 0, pf, xs);
+                    if (q41) summs_chunk((const float(*)[CHUNK])mx, nr, bn, tdy + (size_t)nb * QT_TILE_COLS, sm[t], b0 == 0);
                     pf[0] = NULL; /* once per pass is enough */
                 }
             }
             for (int t = 0; t < nt; t++)
-                for (int i = 0; i < nr; i++) _mm512_store_ps(res[t][(r + i) % ROWS], hsum8_lanes(acc[t][i]));
+                for (int i = 0; i < nr; i++) {
+                    const __m512 v = hsum8_lanes(acc[t][i]);
+                    _mm512_store_ps(res[t][(r + i) % ROWS], q41 ? _mm512_add_ps(v, sm[t][i]) : v);
+                }
             const int end = r + nr;
             if (end % ROWS == 0 || end == nrows) {
                 const int r0 = (end - 1) / ROWS * ROWS;
@@ -259,32 +291,47 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
     }
 }
 
-/* tiles.c's q8_0_pack, 16 columns at a time: one gather per 4-byte group
- * of a block brings that group of every column of the tile (columns past
- * ncols read as zero bytes, so they pack as 0x80 like the portable code's),
- * and the columns' f16 scales come with one more. */
-void qt_avx512_vnni_tb_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+/* tiles.c's Q8_0 (or, with_s, Q8_1) layout, 16 columns at a time: one
+ * gather per 4-byte group of a block brings that group of every column of
+ * the tile (columns past ncols read as zero bytes, so they pack as 0x80
+ * like the portable code's), and the columns' f16 scales come with one
+ * more (Q8_1: d and s in one dword). */
+INLINE void pack_q8(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed, const int with_s)
 {
     const int nb = n / QT_QK8_0, c0 = tile * QT_TILE_COLS;
     const int cols = ncols - c0 < QT_TILE_COLS ? ncols - c0 : QT_TILE_COLS;
     const __mmask16 m = (__mmask16)(cols == 16 ? 0xffff : (1u << cols) - 1);
-    uint8_t *qs = (uint8_t *)packed + (size_t)tile * nb * (QT_TILE_COLS * QT_QK8_0 + QT_TILE_COLS * sizeof(float));
-    float *d = (float *)(qs + (size_t)nb * QT_TILE_COLS * QT_QK8_0);
+    const size_t bs = with_s ? sizeof(qt_block_q8_1) : sizeof(qt_block_q8_0), qs_at = with_s ? 4 : 2;
+    uint8_t *qs = (uint8_t *)packed +
+                  (size_t)tile * nb * (QT_TILE_COLS * QT_QK8_0 + (1 + with_s) * QT_TILE_COLS * sizeof(float));
+    float *d = (float *)(qs + (size_t)nb * QT_TILE_COLS * QT_QK8_0), *sy = d + (size_t)nb * QT_TILE_COLS;
     const uint8_t *base = (const uint8_t *)y + (size_t)c0 * y_stride;
     /* byte offsets of the columns (y_stride * 15 fits: rows are far smaller) */
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                            _mm512_set1_epi32((int)y_stride));
     const __m512i flip = _mm512_set1_epi8((char)0x80), lo16 = _mm512_set1_epi32(0xffff);
     for (int b = 0; b < nb; b++) {
-        const uint8_t *blk = base + (size_t)b * sizeof(qt_block_q8_0);
+        const uint8_t *blk = base + (size_t)b * bs;
         for (int g = 0; g < 8; g++) {
-            const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, blk + 2 + 4 * g, 1);
+            const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, blk + qs_at + 4 * g, 1);
             _mm512_storeu_si512(qs + (size_t)b * QT_TILE_COLS * QT_QK8_0 + 64 * g, _mm512_xor_si512(v, flip));
         }
-        /* the f16 d and the first two quants: keep the d */
-        const __m512i dh = _mm512_and_si512(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, blk, 1), lo16);
-        _mm512_storeu_ps(d + (size_t)b * QT_TILE_COLS, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dh)));
+        /* the f16 d and the next two bytes (Q8_0: quants; Q8_1: s) */
+        const __m512i dh = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, blk, 1);
+        _mm512_storeu_ps(d + (size_t)b * QT_TILE_COLS, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(dh, lo16))));
+        if (with_s)
+            _mm512_storeu_ps(sy + (size_t)b * QT_TILE_COLS, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dh, 16))));
     }
+}
+
+void qt_avx512_vnni_tb_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+{
+    pack_q8(n, y, y_stride, ncols, tile, packed, 0);
+}
+
+void qt_avx512_vnni_tb_pack_q8_1(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+{
+    pack_q8(n, y, y_stride, ncols, tile, packed, 1);
 }
 
 /* One column's block of 32 floats as the activation quantizer

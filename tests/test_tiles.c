@@ -78,14 +78,19 @@ static void fill_q8_0(qt_block_q8_0 *b, int nb, int sc) {
     }
 }
 
-/* nb Q5_0 blocks: random bits, or all bits set or clear. */
-static void fill_q5_0(qt_block_q5_0 *b, int nb, int sc) {
+/* nb blocks of `size` bytes with f16 scales in their first `scales`
+ * bytes (Q5_0: d; Q4_1: d, m; Q8_1: d, s), the rest random bits or, as
+ * extremes, all set or all clear. */
+static void fill_scaled(uint8_t *x, size_t size, int scales, int nb, int sc) {
     const int pat = rng_below(2);
     for (int i = 0; i < nb; i++) {
-        b[i].d = scale_for(sc);
-        uint8_t *bits = (uint8_t *)&b[i] + sizeof b[i].d;
-        for (size_t j = 0; j < sizeof b[i] - sizeof b[i].d; j++)
-            bits[j] = sc == SC_ZERO ? 0 : sc != SC_EXTREMES ? (uint8_t)rng_next() : pat ? 0xff : 0x00;
+        uint8_t *b = x + i * size;
+        for (int k = 0; k < scales; k++) {
+            const uint16_t h = scale_for(sc);
+            memcpy(b + 2 * k, &h, 2);
+        }
+        for (size_t j = 2 * (size_t)scales; j < size; j++)
+            b[j] = sc == SC_ZERO ? 0 : sc != SC_EXTREMES ? (uint8_t)rng_next() : pat ? 0xff : 0x00;
     }
 }
 
@@ -143,23 +148,26 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
     for (int r = 0; r < rows; r++) {
         if (type == QT_Q8_0)
             fill_q8_0((qt_block_q8_0 *)(w + r * w_stride), nb, sc);
-        else if (type == QT_Q5_0)
-            fill_q5_0((qt_block_q5_0 *)(w + r * w_stride), nb, sc);
+        else if (type == QT_Q5_0 || type == QT_Q4_1)
+            fill_scaled(w + r * w_stride, tr->type_size, type == QT_Q4_1 ? 2 : 1, nb, sc);
         else
             fill_k(type, w + r * w_stride, nb, sc);
     }
     for (int c = 0; c < cols; c++) {
         if (tr->vec_dot_type == QT_Q8_0)
             fill_q8_0((qt_block_q8_0 *)(y + c * y_stride), nb, sc);
+        else if (tr->vec_dot_type == QT_Q8_1)
+            fill_scaled(y + c * y_stride, sizeof(qt_block_q8_1), 2, nb, sc);
         else
             fill_q8_K((qt_block_q8_K *)(y + c * y_stride), nb, sc);
     }
     const size_t pack_bytes = tiles->pack_size(n, cols);
     void *packed = test_xmalloc(pack_bytes);
     for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++) tiles->pack(n, y, y_stride, cols, t, packed);
-    if (tr->vec_dot_type == QT_Q8_0) { /* the set's packer writes the portable layout */
+    if (tr->vec_dot_type != QT_Q8_K) { /* the set's packer writes the portable layout */
         uint8_t *ref = test_xmalloc(pack_bytes);
-        for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++) qt_tiles_pack_q8_0_ref(n, y, y_stride, cols, t, ref);
+        for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++)
+            (tr->vec_dot_type == QT_Q8_0 ? qt_tiles_pack_q8_0_ref : qt_tiles_pack_q8_1_ref)(n, y, y_stride, cols, t, ref);
         CHECK(memcmp(ref, packed, pack_bytes) == 0, "nb %d cols %d: packed tiles differ from the portable layout", nb, cols);
         free(ref);
     }
@@ -173,6 +181,8 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
                 qt_vec_dot_q8_0_q8_0(n, &want, w + r * w_stride, y + c * y_stride);
             else if (type == QT_Q5_0)
                 qt_vec_dot_q5_0_q8_0(n, &want, w + r * w_stride, y + c * y_stride);
+            else if (type == QT_Q4_1)
+                qt_vec_dot_q4_1_q8_1(n, &want, w + r * w_stride, y + c * y_stride);
             else
                 want = qt_tiled_dot(type, n, w + r * w_stride, y + c * y_stride);
             const float got = out[c * out_stride + r];
@@ -194,7 +204,7 @@ static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
                                        {2, 97, 47},  {1, 48, 16}};
     static const int k_shapes[][3] = {{1, 1, 8},  {2, 4, 16},  {3, 5, 17}, {1, 9, 33},
                                       {2, 36, 40}, {1, 3, 130}, {4, 7, 47}, {1, 5, 300}};
-    const bool q8 = qt_get(type)->vec_dot_type == QT_Q8_0;
+    const bool q8 = qt_get(type)->vec_dot_type != QT_Q8_K;
     const int(*shapes)[3] = q8 ? q8_shapes : k_shapes;
     const size_t n_shapes = q8 ? sizeof q8_shapes / sizeof q8_shapes[0] : sizeof k_shapes / sizeof k_shapes[0];
     char name[96];
@@ -454,7 +464,7 @@ int main(void) {
 #if defined(__x86_64__)
     if (qt_isa_supported(qt_cpu(), QT_ISA_AVX512_VNNI))
     {
-        const qt_type types[] = {QT_Q8_0, QT_Q5_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+        const qt_type types[] = {QT_Q8_0, QT_Q5_0, QT_Q4_1, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
             test_kernel("avx512-vnni", types[i], qt_tiles_avx512_vnni(types[i]));
         test_pack_f32_q8_0();
