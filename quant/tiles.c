@@ -117,7 +117,7 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
     static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_avx512_vnni_tiled, 256, NULL, 640 << 10};
     switch (type) {
     case QT_Q8_0: case QT_Q5_0: return &q8_0;
-    case QT_Q4_1: return &q8_1;
+    case QT_Q4_1: case QT_Q5_1: return &q8_1;
     case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: return &k;
     default: return NULL;
     }
@@ -151,7 +151,8 @@ const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols)
 #if defined(__x86_64__)
     if (qt_isa_active() != QT_ISA_AVX512_VNNI) return NULL;
     if (qt_tiles_amx_applies(type, rows, n_cols)) return qt_tiles_amx(type);
-    if (type == QT_Q8_0 || type == QT_Q5_0 || type == QT_Q4_1 || qt_tiled_applies(type, rows, n_cols))
+    if (type == QT_Q8_0 || type == QT_Q5_0 || type == QT_Q4_1 || type == QT_Q5_1 ||
+        qt_tiled_applies(type, rows, n_cols))
         return qt_tiles_avx512_vnni(type);
 #else
     (void)type, (void)rows;

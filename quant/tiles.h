@@ -3,9 +3,9 @@
  *
  * The per-element definitions of those orders are vec_dot's (for Q8_0,
  * which llama.cpp runs through tinyBLAS: quant/tiled.h explains why the
- * two agree; and for Q5_0 and Q4_1, whose vec_dots are Q8_0's on their
- * quants widened to bytes, Q4_1's plus a chain of m·s, so the Q8_0 kernel
- * runs them from blocks decoded on the way) and qt_tiled_dot (K-quants on
+ * two agree; and for Q5_0, Q4_1 and Q5_1, whose vec_dots are Q8_0's on
+ * their quants widened to bytes, the last two's plus a chain of m·s, so
+ * the Q8_0 kernel runs them from blocks decoded on the way) and qt_tiled_dot (K-quants on
  * its tiled path, quant/tiled.h).
  * Calling them once per (row, column) re-reads and re-decodes a weight
  * row for every column and pays each block's scale work per pair.  These
@@ -22,7 +22,7 @@
  *     for each 4-byte group g = 0..7, 64 bytes: group g of columns 0..15,
  *     every byte stored as y + 128 (vpdpbusd multiplies unsigned bytes by
  *     signed ones); after all blocks, the columns' d_y as floats, per block.
- *   Q8_1 activations (Q4_1's vec_dot order): the same, then the columns'
+ *   Q8_1 activations (Q4_1's and Q5_1's vec_dot order): the same, then the columns'
  *     s_y (d_y times the block's sum) as floats, per block.
  *   Q8_K activations (tiled K-quant order), per 256-element block: for
  *     each 4-byte group g = 0..63, 64 bytes: group g of columns 0..15 (the

@@ -1,5 +1,5 @@
 /* x86_avx512_tinyblas.c - quant/tiles.h's Q8_0 kernel (tinyBLAS order), AVX512-VNNI,
- * which also runs Q5_0 and Q4_1 (decode_q5_0, decode_q4_1).
+ * which also runs Q5_0, Q4_1 and Q5_1 from blocks decoded on the way.
  *
  * Compiled with the AVX-512 flags; vpdpbusd is inline asm as in
  * x86_avx512.c, so the file needs no -mavx512vnni.  Reached only through
@@ -153,27 +153,32 @@ typedef void (*rows_chunk_fn)(const qt_block_q8_0 *const x[NR], int bn, const ro
 /* Q5_0 blocks as Q8_0 blocks: the same d, and the quants as the signed
  * bytes vec_dot unpacks them to.  vec_dot's order for Q5_0 is Q8_0's on
  * those bytes (quant/ref.c: the same 8 lanes, d = dx·dy, one fma per lane
- * and block, qt_hsum8), so this kernel gives Q5_0's bits too; Q4_1's adds
- * m·s in a chain of its own, added after qt_hsum8.  Decoded once per
+ * and block, qt_hsum8), so this kernel gives Q5_0's bits too; Q4_1's and
+ * Q5_1's add m·s in a chain of their own, added after qt_hsum8.  Decoded once per
  * chunk of a row group, they serve every tile of the pass. */
+/* The 32 five-bit values of a Q5 block (qs, qh) as bytes, less `off`. */
+INLINE __m256i q5_bytes(const uint8_t *qs, const uint8_t *qh, int off)
+{
+    const __m128i m4 = _mm_set1_epi8(0x0f), q = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+    uint32_t h;
+    memcpy(&h, qh, sizeof h);
+    /* bit j of qh is element j's fifth bit (elements 16-31: the high nibbles) */
+    const __m256i v5 = _mm256_mask_add_epi8(v, (__mmask32)h, v, _mm256_set1_epi8(16));
+    return _mm256_sub_epi8(v5, _mm256_set1_epi8((char)off));
+}
+
 static void decode_q5_0(const qt_block_q5_0 *x, int bn, qt_block_q8_0 *out)
 {
-    const __m128i m4 = _mm_set1_epi8(0x0f);
-    const __m256i sixteen = _mm256_set1_epi8(16);
     for (int b = 0; b < bn; b++) {
-        const __m128i q = _mm_loadu_si128((const __m128i *)x[b].qs);
-        const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-        uint32_t qh;
-        memcpy(&qh, x[b].qh, sizeof qh);
-        /* bit j of qh is element j's fifth bit (elements 16-31: the high nibbles) */
-        const __m256i v5 = _mm256_mask_add_epi8(v, (__mmask32)qh, v, sixteen);
-        _mm256_storeu_si256((__m256i *)out[b].qs, _mm256_sub_epi8(v5, sixteen));
+        _mm256_storeu_si256((__m256i *)out[b].qs, q5_bytes(x[b].qs, x[b].qh, 16));
         out[b].d = x[b].d;
     }
 }
 
-/* Q4_1 blocks the same way (the nibbles as they are, 0..15), and their m
- * as floats for the separate chain vec_dot keeps (summs_chunk). */
+/* Q4_1 and Q5_1 blocks the same way (their values as they are, 0..15 or
+ * 0..31), and their m as floats for the separate chain vec_dot keeps
+ * (summs_chunk). */
 static void decode_q4_1(const qt_block_q4_1 *x, int bn, qt_block_q8_0 *out, float *m)
 {
     const __m128i m4 = _mm_set1_epi8(0x0f);
@@ -181,6 +186,15 @@ static void decode_q4_1(const qt_block_q4_1 *x, int bn, qt_block_q8_0 *out, floa
         const __m128i q = _mm_loadu_si128((const __m128i *)x[b].qs);
         _mm256_storeu_si256((__m256i *)out[b].qs,
                             _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4)));
+        out[b].d = x[b].d;
+        m[b] = qt_f16_to_f32(x[b].m);
+    }
+}
+
+static void decode_q5_1(const qt_block_q5_1 *x, int bn, qt_block_q8_0 *out, float *m)
+{
+    for (int b = 0; b < bn; b++) {
+        _mm256_storeu_si256((__m256i *)out[b].qs, q5_bytes(x[b].qs, x[b].qh, 0));
         out[b].d = x[b].d;
         m[b] = qt_f16_to_f32(x[b].m);
     }
@@ -228,7 +242,8 @@ INLINE __m512 hsum8_lanes(const __m512 a[8])
 void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                             int ncols, float *out, size_t out_stride)
 {
-    const int q5 = type == QT_Q5_0, q41 = type == QT_Q4_1, decoded = q5 || q41; /* else Q8_0 */
+    /* q41: the types with an m (Q4_1, Q5_1); else Q8_0 */
+    const int q5 = type == QT_Q5_0, q41 = type == QT_Q4_1 || type == QT_Q5_1, decoded = q5 || q41;
     const size_t xs = qt_get(type)->type_size;
     const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
     const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
@@ -239,8 +254,8 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
 #endif
     };
     row_consts k[NR];
-    qt_block_q8_0 dec[NR][CHUNK]; /* Q5_0, Q4_1: a chunk of the group's rows as Q8_0 */
-    float mx[NR][CHUNK];          /* Q4_1: their m */
+    qt_block_q8_0 dec[NR][CHUNK]; /* decoded types: a chunk of the group's rows as Q8_0 */
+    float mx[NR][CHUNK];          /* Q4_1, Q5_1: their m */
     __m512 acc[SUPER][NR][8], sm[SUPER][NR];
     /* results of ROWS rows, per tile and row (flush_rows; the last 16 rows
      * only pad a partial block of 16, whose stores are masked) */
@@ -265,7 +280,8 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
                         pf[i] = (const uint8_t *)w + (size_t)(r + NR + i % (nrows - r - NR)) * w_stride + (size_t)b0 * xs;
                 for (int i = 0; i < nr; i++) {
                     if (q5) decode_q5_0((const qt_block_q5_0 *)x[i] + b0, bn, dec[i]);
-                    if (q41) decode_q4_1((const qt_block_q4_1 *)x[i] + b0, bn, dec[i], mx[i]);
+                    if (type == QT_Q4_1) decode_q4_1((const qt_block_q4_1 *)x[i] + b0, bn, dec[i], mx[i]);
+                    if (type == QT_Q5_1) decode_q5_1((const qt_block_q5_1 *)x[i] + b0, bn, dec[i], mx[i]);
                     row_consts_fill(xc[i], bn, &k[i]);
                 }
                 for (int t = 0; t < nt; t++) {

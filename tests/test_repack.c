@@ -606,6 +606,7 @@ int main(void) {
     test_matmul_routing(QT_Q3_K, 8, 10);
     test_matmul_routing(QT_Q4_1, 24, 9);
     test_matmul_routing(QT_Q4_1, 20, 70); /* the Q8_0 tile kernel from decoded blocks, m·s apart */
+    test_matmul_routing(QT_Q5_1, 16, 70);
     test_matmul_routing(QT_Q8_0, 16, 9);
     test_matmul_routing(QT_Q5_0, 24, 70); /* the Q8_0 tile kernel from decoded blocks */
     test_matmul_routing(QT_IQ4_NL, 16, 9);

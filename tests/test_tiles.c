@@ -79,7 +79,7 @@ static void fill_q8_0(qt_block_q8_0 *b, int nb, int sc) {
 }
 
 /* nb blocks of `size` bytes with f16 scales in their first `scales`
- * bytes (Q5_0: d; Q4_1: d, m; Q8_1: d, s), the rest random bits or, as
+ * bytes (Q5_0: d; Q4_1, Q5_1: d, m; Q8_1: d, s), the rest random bits or, as
  * extremes, all set or all clear. */
 static void fill_scaled(uint8_t *x, size_t size, int scales, int nb, int sc) {
     const int pat = rng_below(2);
@@ -148,8 +148,8 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
     for (int r = 0; r < rows; r++) {
         if (type == QT_Q8_0)
             fill_q8_0((qt_block_q8_0 *)(w + r * w_stride), nb, sc);
-        else if (type == QT_Q5_0 || type == QT_Q4_1)
-            fill_scaled(w + r * w_stride, tr->type_size, type == QT_Q4_1 ? 2 : 1, nb, sc);
+        else if (type == QT_Q5_0 || type == QT_Q4_1 || type == QT_Q5_1)
+            fill_scaled(w + r * w_stride, tr->type_size, type == QT_Q5_0 ? 1 : 2, nb, sc);
         else
             fill_k(type, w + r * w_stride, nb, sc);
     }
@@ -183,6 +183,8 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
                 qt_vec_dot_q5_0_q8_0(n, &want, w + r * w_stride, y + c * y_stride);
             else if (type == QT_Q4_1)
                 qt_vec_dot_q4_1_q8_1(n, &want, w + r * w_stride, y + c * y_stride);
+            else if (type == QT_Q5_1)
+                qt_vec_dot_q5_1_q8_1(n, &want, w + r * w_stride, y + c * y_stride);
             else
                 want = qt_tiled_dot(type, n, w + r * w_stride, y + c * y_stride);
             const float got = out[c * out_stride + r];
@@ -464,7 +466,7 @@ int main(void) {
 #if defined(__x86_64__)
     if (qt_isa_supported(qt_cpu(), QT_ISA_AVX512_VNNI))
     {
-        const qt_type types[] = {QT_Q8_0, QT_Q5_0, QT_Q4_1, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+        const qt_type types[] = {QT_Q8_0, QT_Q5_0, QT_Q4_1, QT_Q5_1, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
             test_kernel("avx512-vnni", types[i], qt_tiles_avx512_vnni(types[i]));
         test_pack_f32_q8_0();
