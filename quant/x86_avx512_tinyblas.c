@@ -90,23 +90,34 @@ static void row_consts_fill(const qt_block_q8_0 *x, int bn, row_consts *k)
     }
 }
 
-/* nr rows (1 or 2), blocks [0, bn) of them, against one packed tile (tq,
+/* nr rows (1 to NR), blocks [0, bn) of them, against one packed tile (tq,
  * tdy already at the chunk's first block); acc[i][g] carries over from
- * the previous chunk unless this is the first.  pf,
+ * the previous chunk unless this is the first.  With mins (Q4_1, Q5_1)
+ * also their m·s chain, sm[i], from the rows' m per block and the tile's
+ * s_y (tsy): one fma per row and block among the 8 of the lanes (a
+ * separate pass over the blocks had Q4_1 5% slower).  pf,
  * where not NULL, are the same blocks of the next rows: asked for now,
  * spread over this work, so that they arrive before they are needed (the
  * hardware prefetchers see a burst of loads per row pair, then none). */
 INLINE void rows_chunk(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,
                        const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR], size_t pf_block,
-                       const int nr)
+                       const float (*m)[CHUNK], const float *tsy, __m512 sm[NR], const int nr, const int mins)
 {
     const __m512 magicf = _mm512_set1_ps(12582912.0f);
-    __m512 a[NR][8];
+    __m512 a[NR][8], ms[NR];
 #pragma GCC unroll 4
-    for (int i = 0; i < nr; i++)
+    for (int i = 0; i < nr; i++) {
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) a[i][g] = first ? _mm512_setzero_ps() : _mm512_load_ps((const float *)&acc[i][g]);
+        if (mins) ms[i] = first ? _mm512_setzero_ps() : sm[i];
+    }
     for (int b = 0; b < bn; b++) {
+        if (mins) {
+            /* the m·s chain, one fma per row and block */
+            const __m512 sy = _mm512_loadu_ps(tsy + 16 * b);
+#pragma GCC unroll 4
+            for (int i = 0; i < nr; i++) ms[i] = _mm512_fmadd_ps(_mm512_set1_ps(m[i][b]), sy, ms[i]);
+        }
         __m512 d[NR];
         if (pf[0])
             for (int i = 0; i < nr; i++) _mm_prefetch((const char *)pf[i] + (size_t)b * pf_block, _MM_HINT_T0);
@@ -128,34 +139,34 @@ INLINE void rows_chunk(const qt_block_q8_0 *const x[NR], int bn, const row_const
     /* stored one register at a time: a plain copy of the array became a
      * spill of all 24 and a rep movs (~4% of this function) */
 #pragma GCC unroll 4
-    for (int i = 0; i < nr; i++)
+    for (int i = 0; i < nr; i++) {
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) _mm512_store_ps((float *)&acc[i][g], a[i][g]);
+        if (mins) sm[i] = ms[i];
+    }
 }
 
-#define ROWS_CHUNK_N(m)                                                                                              \
-    static void rows_chunk_##m(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,    \
-                               const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR],        \
-                               size_t pf_block)                                                                     \
+#define ROWS_CHUNK_N(n, mins)                                                                                        \
+    static void rows_chunk_##n##_##mins(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k,             \
+                                        const uint8_t *tq, const float *tdy, __m512 acc[NR][8], bool first,         \
+                                        const uint8_t *const pf[NR], size_t pf_block, const float (*m)[CHUNK],      \
+                                        const float *tsy, __m512 sm[NR])                                            \
     {                                                                                                                \
-        rows_chunk(x, bn, k, tq, tdy, acc, first, pf, pf_block, m);                                                \
+        rows_chunk(x, bn, k, tq, tdy, acc, first, pf, pf_block, m, tsy, sm, n, mins);                              \
     }
-ROWS_CHUNK_N(1)
-ROWS_CHUNK_N(2)
+ROWS_CHUNK_N(1, 0)
+ROWS_CHUNK_N(2, 0)
+ROWS_CHUNK_N(1, 1)
+ROWS_CHUNK_N(2, 1)
 #if NR > 2
-ROWS_CHUNK_N(3)
+ROWS_CHUNK_N(3, 0)
+ROWS_CHUNK_N(3, 1)
 #endif
 
 typedef void (*rows_chunk_fn)(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,
                               const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR],
-                              size_t pf_block);
+                              size_t pf_block, const float (*m)[CHUNK], const float *tsy, __m512 sm[NR]);
 
-/* Q5_0 blocks as Q8_0 blocks: the same d, and the quants as the signed
- * bytes vec_dot unpacks them to.  vec_dot's order for Q5_0 is Q8_0's on
- * those bytes (quant/ref.c: the same 8 lanes, d = dx·dy, one fma per lane
- * and block, qt_hsum8), so this kernel gives Q5_0's bits too; Q4_1's and
- * Q5_1's add m·s in a chain of their own, added after qt_hsum8.  Decoded once per
- * chunk of a row group, they serve every tile of the pass. */
 /* The 32 five-bit values of a Q5 block (qs, qh) as bytes, less `off`. */
 INLINE __m256i q5_bytes(const uint8_t *qs, const uint8_t *qh, int off)
 {
@@ -168,6 +179,12 @@ INLINE __m256i q5_bytes(const uint8_t *qs, const uint8_t *qh, int off)
     return _mm256_sub_epi8(v5, _mm256_set1_epi8((char)off));
 }
 
+/* Q5_0 blocks as Q8_0 blocks: the same d, and the quants as the signed
+ * bytes vec_dot unpacks them to.  vec_dot's order for Q5_0 is Q8_0's on
+ * those bytes (quant/ref.c: the same 8 lanes, d = dx·dy, one fma per lane
+ * and block, qt_hsum8), so this kernel gives Q5_0's bits too; Q4_1's and
+ * Q5_1's add m·s in a chain of their own, added after qt_hsum8.  Decoded
+ * once per chunk of a row group, they serve every tile of the pass. */
 static void decode_q5_0(const qt_block_q5_0 *x, int bn, qt_block_q8_0 *out)
 {
     for (int b = 0; b < bn; b++) {
@@ -178,7 +195,7 @@ static void decode_q5_0(const qt_block_q5_0 *x, int bn, qt_block_q8_0 *out)
 
 /* Q4_1 and Q5_1 blocks the same way (their values as they are, 0..15 or
  * 0..31), and their m as floats for the separate chain vec_dot keeps
- * (summs_chunk). */
+ * (rows_chunk). */
 static void decode_q4_1(const qt_block_q4_1 *x, int bn, qt_block_q8_0 *out, float *m)
 {
     const __m128i m4 = _mm_set1_epi8(0x0f);
@@ -197,17 +214,6 @@ static void decode_q5_1(const qt_block_q5_1 *x, int bn, qt_block_q8_0 *out, floa
         _mm256_storeu_si256((__m256i *)out[b].qs, q5_bytes(x[b].qs, x[b].qh, 0));
         out[b].d = x[b].d;
         m[b] = qt_f16_to_f32(x[b].m);
-    }
-}
-
-/* Q4_1's other chain, summs = fma(m_x, s_y, summs) per block in order,
- * for nr rows against one tile's 16 columns (sm carries over chunks). */
-static void summs_chunk(const float (*m)[CHUNK], int nr, int bn, const float *tsy, __m512 sm[NR], bool first)
-{
-    for (int i = 0; i < nr; i++) {
-        __m512 a = first ? _mm512_setzero_ps() : sm[i];
-        for (int b = 0; b < bn; b++) a = _mm512_fmadd_ps(_mm512_set1_ps(m[i][b]), _mm512_loadu_ps(tsy + 16 * b), a);
-        sm[i] = a;
     }
 }
 
@@ -248,11 +254,16 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
     const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
     const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
     const size_t tile_bytes = tile_qs + (size_t)(1 + q41) * nb * QT_TILE_COLS * sizeof(float);
-    static const rows_chunk_fn chunk_fn[NR] = {rows_chunk_1, rows_chunk_2,
+    static const rows_chunk_fn chunk_fn[2][NR] = {{rows_chunk_1_0, rows_chunk_2_0,
 #if NR > 2
-                                               rows_chunk_3
+                                                   rows_chunk_3_0
 #endif
-    };
+                                                  },
+                                                  {rows_chunk_1_1, rows_chunk_2_1,
+#if NR > 2
+                                                   rows_chunk_3_1
+#endif
+                                                  }};
     row_consts k[NR];
     qt_block_q8_0 dec[NR][CHUNK]; /* decoded types: a chunk of the group's rows as Q8_0 */
     float mx[NR][CHUNK];          /* Q4_1, Q5_1: their m */
@@ -288,8 +299,8 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
                     const uint8_t *tq = (const uint8_t *)packed + (size_t)(t0 + t) * tile_bytes;
                     const float *tdy = (const float *)(tq + tile_qs) + (size_t)b0 * QT_TILE_COLS;
                     tq += (size_t)b0 * QT_TILE_COLS * QT_QK8_0;
-                    chunk_fn[nr - 1](xc, bn, k, tq, tdy, acc[t], b0 == 0, pf, xs);
-                    if (q41) summs_chunk((const float(*)[CHUNK])mx, nr, bn, tdy + (size_t)nb * QT_TILE_COLS, sm[t], b0 == 0);
+                    chunk_fn[q41][nr - 1](xc, bn, k, tq, tdy, acc[t], b0 == 0, pf, xs, (const float(*)[CHUNK])mx,
+                                          tdy + (size_t)nb * QT_TILE_COLS, sm[t]);
                     pf[0] = NULL; /* once per pass is enough */
                 }
             }
