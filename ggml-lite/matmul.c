@@ -89,9 +89,9 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
                 const void *wg = gl_row(w, g * QT_RP_WIDE_ROWS);
                 for (int k = 0; k < 2; k++)
                     if (ncols[k])
-                        wide_run(wide, w, n_in, ncols[k], start[k] < n_gemm, &y[(int64_t)start[k] * n_out + g * QT_RP_WIDE_ROWS],
-                                 (size_t)n_out, wg, xq + (size_t)start[k] * xq_row, xq_row,
-                                 aux + wide->aux_bytes(n_in, start[k]));
+                        wide_run(wide, w, n_in, ncols[k], start[k] < n_gemm,
+                                 &y[(int64_t)start[k] * n_out + g * QT_RP_WIDE_ROWS], (size_t)n_out, wg,
+                                 xq + (size_t)start[k] * xq_row, xq_row, aux + wide->aux_bytes(n_in, start[k]));
             }
         }
     }
