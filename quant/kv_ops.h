@@ -119,10 +119,15 @@ float qt_avx2_max_f32(int n, const float *x);
 enum { PV_CARRY_TILES = 8 };
 typedef void (*qt_pv16_tile_fn)(int r0, int re, const void *vt, const int16_t *w, int32_t *carry, int first,
                                 int flush, double *acc);
-/* qt_avx2_pv_i8_sum with another set's tile kernel (the AVX-512 VNNI one) */
-void qt_avx2_pv_i8_sum_with(qt_pv16_tile_fn tile, int d, int nq, const int *n, const int8_t *v, int64_t ldv,
-                            const float *vd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s, const float *mx,
-                            const float *kw, double *acc, int64_t ld_acc, double *z);
+/* pv_i8_sum's first steps for one query: its int16 weights W over its
+ * n scores s from the front (W[n] = 0), and its E's added to *z. */
+typedef void (*qt_pv_weights_fn)(int n, float *s, const float *vd, int64_t lds, const int32_t *idx, float mx, float kw,
+                                 double *z);
+/* qt_avx2_pv_i8_sum with another set's weights and tile kernels (the
+ * AVX-512 VNNI ones; weights NULL: AVX2's) */
+void qt_avx2_pv_i8_sum_with(qt_pv_weights_fn weights, qt_pv16_tile_fn tile, int d, int nq, const int *n,
+                            const int8_t *v, int64_t ldv, const float *vd, int64_t lds, const int32_t *idx, float *s,
+                            int64_t ld_s, const float *mx, const float *kw, double *acc, int64_t ld_acc, double *z);
 #endif
 
 #endif

@@ -409,10 +409,11 @@ static void v_tile16(const int8_t *v, int64_t ldv, const int32_t *idx, int r0, i
     }
 }
 
-void qt_avx2_pv_i8_sum_with(qt_pv16_tile_fn tile_fn, int d, int nq, const int *n, const int8_t *v, int64_t ldv,
-                            const float *vd, int64_t lds, const int32_t *idx, float *s, int64_t ld_s, const float *mx,
-                            const float *kw, double *acc, int64_t ld_acc, double *z)
+void qt_avx2_pv_i8_sum_with(qt_pv_weights_fn weights, qt_pv16_tile_fn tile_fn, int d, int nq, const int *n,
+                            const int8_t *v, int64_t ldv, const float *vd, int64_t lds, const int32_t *idx, float *s,
+                            int64_t ld_s, const float *mx, const float *kw, double *acc, int64_t ld_acc, double *z)
 {
+    if (!weights) weights = w16_weights;
     if (d % 64) {
         qt_kv_ref()->pv_i8_sum(d, nq, n, v, ldv, vd, lds, idx, s, ld_s, mx, kw, acc, ld_acc, z);
         return;
@@ -420,7 +421,7 @@ void qt_avx2_pv_i8_sum_with(qt_pv16_tile_fn tile_fn, int d, int nq, const int *n
     enum { CT = 64, CQ = 128 }; /* ranks per V tile; queries whose sums are carried at once */
     alignas(64) __m256i vt[CT / 2 * 8];
     alignas(32) int32_t carry[CQ][64];
-    for (int h = 0; h < nq; h++) w16_weights(n[h], s + h * ld_s, vd, lds, idx, mx[h], kw[h], z + h);
+    for (int h = 0; h < nq; h++) weights(n[h], s + h * ld_s, vd, lds, idx, mx[h], kw[h], z + h);
     const int64_t ld_w = 2 * ld_s;
     for (int h0 = 0; h0 < nq; h0 += CQ) {
         const int nh = nq - h0 < CQ ? nq - h0 : CQ;
@@ -446,7 +447,7 @@ void qt_avx2_pv_i8_sum(int d, int nq, const int *n, const int8_t *v, int64_t ldv
                        const int32_t *idx, float *s, int64_t ld_s, const float *mx, const float *kw, double *acc,
                        int64_t ld_acc, double *z)
 {
-    qt_avx2_pv_i8_sum_with(pv16_tile, d, nq, n, v, ldv, vd, lds, idx, s, ld_s, mx, kw, acc, ld_acc, z);
+    qt_avx2_pv_i8_sum_with(NULL, pv16_tile, d, nq, n, v, ldv, vd, lds, idx, s, ld_s, mx, kw, acc, ld_acc, z);
 }
 
 /* qt_kv_quantize_i8's bits: the max of |x| (max takes its second operand
