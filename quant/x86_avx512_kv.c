@@ -423,11 +423,18 @@ static void pv16_tile_vnni(int r0, int re, const void *vtp, const int16_t *w, in
  * exp (ref_expf), the same rounded and clamped products, and the E's as
  * exact integer sums, so the same W and z.  AVX2's took 8.8% of a
  * 1-thread tl-q4_0 pp2048 profile. */
+/* lrintf(x) clamped to [0, hi], as x86_avx2_kv.c's clamp_rint8: vminps
+ * with x second passes a NaN on, which converts to INT32_MIN and clamps
+ * to 0. */
+INLINE __m512i clamp_rint16(__m512 x, float hi)
+{
+    return _mm512_max_epi32(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_set1_ps(hi), x)), _mm512_setzero_si512());
+}
+
 static void w16_weights16(int n, float *s, const float *vd, int64_t lds, const int32_t *idx, float mx, float kw,
                           double *z)
 {
     const __m512 vmx = _mm512_set1_ps(mx), vkw = _mm512_set1_ps(kw), e24 = _mm512_set1_ps(0x1p24f);
-    const __m512 max24 = _mm512_set1_ps(0x1p24f), max15 = _mm512_set1_ps(32767.0f);
     int16_t *w = (int16_t *)s;
     __m512d zd = _mm512_setzero_pd();
     for (int r0 = 0; r0 < n; r0 += 128) {
@@ -444,11 +451,8 @@ static void w16_weights16(int n, float *s, const float *vd, int64_t lds, const i
                 for (int i = 0; i < 16; i++) t[i] = r + i < n ? vd[(int64_t)(idx ? idx[r + i] : r + i) * lds] : 0.0f;
                 sv = _mm512_load_ps(t);
             }
-            /* lrintf clamped to [0, hi]: vminps with x second passes a NaN on, which converts to INT32_MIN */
-            ez = _mm512_add_epi32(ez, _mm512_max_epi32(_mm512_cvtps_epi32(_mm512_min_ps(max24, _mm512_mul_ps(e, e24))),
-                                                       _mm512_setzero_si512()));
-            const __m512i c = _mm512_max_epi32(
-                _mm512_cvtps_epi32(_mm512_min_ps(max15, _mm512_mul_ps(_mm512_mul_ps(e, sv), vkw))), _mm512_setzero_si512());
+            ez = _mm512_add_epi32(ez, clamp_rint16(_mm512_mul_ps(e, e24), 0x1p24f));
+            const __m512i c = clamp_rint16(_mm512_mul_ps(_mm512_mul_ps(e, sv), vkw), 32767.0f);
             _mm256_mask_storeu_epi16(w + r, m, _mm512_cvtepi32_epi16(c));
         }
         zd = _mm512_add_pd(zd, _mm512_add_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(ez)),

@@ -239,7 +239,6 @@ INLINE void columns(const panel *p, int np, const int nc, col_src src, float *s,
     for (int c = 0; c < nc; c++) _mm512_storeu_ps(s + c * ldo, acc[c]);
 }
 
-
 /* acc + one column's block b against the 16 rows' block in row-per-lane
  * form (quants u, scales dw): the exact integer sum with its offset
  * correction, then the one multiply and fma of the reference. */

@@ -167,11 +167,18 @@ typedef void (*rows_chunk_fn)(const qt_block_q8_0 *const x[NR], int bn, const ro
                               const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR],
                               size_t pf_block, const float (*m)[CHUNK], const float *tsy, __m512 sm[NR]);
 
+/* The 32 nibbles of a 4-bit block's 16 bytes as bytes in element order
+ * (low nibbles elements 0-15, high nibbles 16-31). */
+INLINE __m256i nibble_bytes(const uint8_t *qs)
+{
+    const __m128i m4 = _mm_set1_epi8(0x0f), q = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+}
+
 /* The 32 five-bit values of a Q5 block (qs, qh) as bytes, less `off`. */
 INLINE __m256i q5_bytes(const uint8_t *qs, const uint8_t *qh, int off)
 {
-    const __m128i m4 = _mm_set1_epi8(0x0f), q = _mm_loadu_si128((const __m128i *)qs);
-    const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+    const __m256i v = nibble_bytes(qs);
     uint32_t h;
     memcpy(&h, qh, sizeof h);
     /* bit j of qh is element j's fifth bit (elements 16-31: the high nibbles) */
@@ -198,11 +205,8 @@ static void decode_q5_0(const qt_block_q5_0 *x, int bn, qt_block_q8_0 *out)
  * (rows_chunk). */
 static void decode_q4_1(const qt_block_q4_1 *x, int bn, qt_block_q8_0 *out, float *m)
 {
-    const __m128i m4 = _mm_set1_epi8(0x0f);
     for (int b = 0; b < bn; b++) {
-        const __m128i q = _mm_loadu_si128((const __m128i *)x[b].qs);
-        _mm256_storeu_si256((__m256i *)out[b].qs,
-                            _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4)));
+        _mm256_storeu_si256((__m256i *)out[b].qs, nibble_bytes(x[b].qs));
         out[b].d = x[b].d;
         m[b] = qt_f16_to_f32(x[b].m);
     }
