@@ -70,13 +70,32 @@ INLINE __m256i scale_pair(const __m256i v[4], int j)
 
 /* Bytes 2i and 2i + 1 of each row's scale bytes as the int16 pair of its
  * lane, whole. */
-INLINE __m256i byte_pair(const __m256i v[4], int i)
+INLINE __m256i byte_pair(const __m256i *v, int i)
 {
     const int b = 2 * i % 4;
     const __m256i ctl = _mm256_setr_epi8(b, -1, b + 1, -1, 4 + b, -1, 5 + b, -1, 8 + b, -1, 9 + b, -1, 12 + b, -1,
                                          13 + b, -1, b, -1, b + 1, -1, 4 + b, -1, 5 + b, -1, 8 + b, -1, 9 + b, -1,
                                          12 + b, -1, 13 + b, -1);
     return _mm256_shuffle_epi8(v[2 * i / 4], ctl);
+}
+
+/* Q4_K's 8 scales and 8 mins of each row, from its 12 scale bytes in
+ * row-per-lane form (h[1], h[2], h[3]: bytes 0-3, 4-7, 8-11), all at
+ * once byte-wise: byte b of each lane of q[0] is scale b, of q[1] scale
+ * 4 + b, of q[2] min b, of q[3] min 4 + b; scale_pair(q, j) and
+ * byte_pair(q + 2, g) then give a scale, and the mins of group g, as
+ * int16 pairs (per scale with byte_of, this took about a third of the
+ * one-column kernel's operations). */
+INLINE void q4_K_scales(const __m256i h[4], __m256i q[4])
+{
+    const __m256i m6 = _mm256_set1_epi8(63), m4 = _mm256_set1_epi8(15), top = _mm256_set1_epi8(0x30);
+    q[0] = _mm256_and_si256(h[1], m6);
+    q[2] = _mm256_and_si256(h[2], m6);
+    /* 16-bit shifts: the masks keep each byte's own bits (bytes 0-3's
+     * and 4-7's top two bits go above the nibbles of bytes 8-11) */
+    q[1] = _mm256_or_si256(_mm256_and_si256(h[3], m4), _mm256_and_si256(_mm256_srli_epi16(h[1], 2), top));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(h[3], 4), m4),
+                           _mm256_and_si256(_mm256_srli_epi16(h[2], 2), top));
 }
 
 /* Asks for `bytes` at p + r * stride of 16 rows ahead of use: 16 rows far
@@ -374,21 +393,12 @@ INLINE void pack_q4_K(half_k *p, const uint8_t *blk, size_t stride, int hf, cons
     k_head(blk, stride, hf, x16, h); /* d | dmin, then the 12 scale bytes */
     p->d = halves(h[0], 0);
     p->dmin = halves(h[0], 1);
-    const __m256i s0 = h[1], s1 = h[2], s2 = h[3];
-    const __m256i m63 = _mm256_set1_epi32(63), m15 = _mm256_set1_epi32(15);
-    __m256i m[8];
+    __m256i q[4];
+    q4_K_scales(h, q);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) p->sw[j] = scale_pair(q, j);
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-        const __m256i sc = _mm256_and_si256(byte_of(s0, j), m63);
-        m[j] = _mm256_and_si256(byte_of(s1, j), m63);
-        const __m256i hs = _mm256_slli_epi32(_mm256_srli_epi32(byte_of(s0, j), 6), 4);
-        const __m256i hm = _mm256_slli_epi32(_mm256_srli_epi32(byte_of(s1, j), 6), 4);
-        const __m256i sc4 = _mm256_or_si256(_mm256_and_si256(byte_of(s2, j), m15), hs);
-        m[j + 4] = _mm256_or_si256(_mm256_srli_epi32(byte_of(s2, j), 4), hm);
-        p->sw[j] = pair16(sc, sc);
-        p->sw[j + 4] = pair16(sc4, sc4);
-    }
-    for (int g = 0; g < 4; g++) p->mins[g] = pair16(m[2 * g], m[2 * g + 1]);
+    for (int g = 0; g < 4; g++) p->mins[g] = byte_pair(q + 2, g);
     /* qs byte 32g + 4k + t: low nibble element 64g + 4k + t (sub-block
      * 2g), high nibble 64g + 32 + 4k + t (sub-block 2g + 1) */
     const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -630,18 +640,6 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
  * straight into the products: no panel stored and loaded back.  The
  * integer sums and float operations are run_k's gemv order exactly. */
 
-/* Q4_K's 6-bit scale (mins: hi = 1) of sub-block j from the 12 scale
- * bytes in row-per-lane form (s0, s1, s2: bytes 0-3, 4-7, 8-11). */
-INLINE __m256i q4_K_scale(__m256i s0, __m256i s1, __m256i s2, int j, int mins)
-{
-    const __m256i a = mins ? s1 : s0;
-    if (j < 4) return _mm256_and_si256(byte_of(a, j), _mm256_set1_epi32(63));
-    const __m256i hi = _mm256_slli_epi32(_mm256_srli_epi32(byte_of(a, j - 4), 6), 4);
-    const __m256i lo = mins ? _mm256_srli_epi32(byte_of(s2, j - 4), 4)
-                            : _mm256_and_si256(byte_of(s2, j - 4), _mm256_set1_epi32(15));
-    return _mm256_or_si256(lo, hi);
-}
-
 /* One Q4_K super-block of 8 rows `stride` apart against y: each row's
  * exact sum of scale.q.y (is) and mins term (im), and its d and dmin
  * (x16 groups: x16_sums_q4_K below). */
@@ -653,6 +651,8 @@ INLINE void sums_q4_K(const uint8_t *blk, size_t stride, int hf, const qt_block_
     k_head(blk, stride, hf, 0, h);
     *d = halves(h[0], 0);
     *dmin = halves(h[0], 1);
+    __m256i sq[4];
+    q4_K_scales(h, sq);
     *is = *im = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int g = 0; g < 4; g++) {
@@ -667,10 +667,9 @@ INLINE void sums_q4_K(const uint8_t *blk, size_t stride, int hf, const qt_block_
             hi = _mm256_add_epi16(
                 hi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw[k], 4), m4), bcast4(yq + 32 + 4 * k)));
         }
-        const __m256i sc0 = q4_K_scale(h[1], h[2], h[3], 2 * g, 0), sc1 = q4_K_scale(h[1], h[2], h[3], 2 * g + 1, 0);
-        *is = _mm256_add_epi32(*is, _mm256_madd_epi16(lo, pair16(sc0, sc0)));
-        *is = _mm256_add_epi32(*is, _mm256_madd_epi16(hi, pair16(sc1, sc1)));
-        const __m256i mp = pair16(q4_K_scale(h[1], h[2], h[3], 2 * g, 1), q4_K_scale(h[1], h[2], h[3], 2 * g + 1, 1));
+        *is = _mm256_add_epi32(*is, _mm256_madd_epi16(lo, scale_pair(sq, 2 * g)));
+        *is = _mm256_add_epi32(*is, _mm256_madd_epi16(hi, scale_pair(sq, 2 * g + 1)));
+        const __m256i mp = byte_pair(sq + 2, g);
         *im = _mm256_add_epi32(*im, _mm256_madd_epi16(mp, _mm256_set1_epi32((int)pairs[g])));
     }
 }
@@ -730,6 +729,18 @@ INLINE void x16_sums_q4_K(const uint8_t *blk, const __m256i h0[4], const __m256i
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256i is0 = _mm256_setzero_si256(), is1 = is0, im0 = is0, im1 = is0;
+    /* the madd operands, formed before the loop and read from memory in
+     * it (kept in registers, they spilled the products' values) */
+    alignas(32) __m256i sw0[8], sw1[8], mp0[4], mp1[4];
+    {
+        __m256i sq0[4], sq1[4];
+        q4_K_scales(h0, sq0);
+        q4_K_scales(h1, sq1);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) sw0[j] = scale_pair(sq0, j), sw1[j] = scale_pair(sq1, j);
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) mp0[g] = byte_pair(sq0 + 2, g), mp1[g] = byte_pair(sq1 + 2, g);
+    }
     for (int g = 0; g < 4; g++) {
         const uint8_t *q = blk + X16_Q4_QS + (size_t)(8 * g) * 64;
         const int8_t *yq = y->qs + 64 * g;
@@ -745,18 +756,12 @@ INLINE void x16_sums_q4_K(const uint8_t *blk, const __m256i h0[4], const __m256i
             hi1 = _mm256_add_epi16(hi1, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(r1, 4), m4), yh));
         }
         const __m256i pair = _mm256_set1_epi32((int)pairs[g]);
-        __m256i sc0 = q4_K_scale(h0[1], h0[2], h0[3], 2 * g, 0), sc1 = q4_K_scale(h0[1], h0[2], h0[3], 2 * g + 1, 0);
-        is0 = _mm256_add_epi32(is0, _mm256_add_epi32(_mm256_madd_epi16(lo0, pair16(sc0, sc0)),
-                                                     _mm256_madd_epi16(hi0, pair16(sc1, sc1))));
-        im0 = _mm256_add_epi32(im0, _mm256_madd_epi16(pair16(q4_K_scale(h0[1], h0[2], h0[3], 2 * g, 1),
-                                                             q4_K_scale(h0[1], h0[2], h0[3], 2 * g + 1, 1)),
-                                                      pair));
-        sc0 = q4_K_scale(h1[1], h1[2], h1[3], 2 * g, 0), sc1 = q4_K_scale(h1[1], h1[2], h1[3], 2 * g + 1, 0);
-        is1 = _mm256_add_epi32(is1, _mm256_add_epi32(_mm256_madd_epi16(lo1, pair16(sc0, sc0)),
-                                                     _mm256_madd_epi16(hi1, pair16(sc1, sc1))));
-        im1 = _mm256_add_epi32(im1, _mm256_madd_epi16(pair16(q4_K_scale(h1[1], h1[2], h1[3], 2 * g, 1),
-                                                             q4_K_scale(h1[1], h1[2], h1[3], 2 * g + 1, 1)),
-                                                      pair));
+        is0 = _mm256_add_epi32(is0, _mm256_add_epi32(_mm256_madd_epi16(lo0, sw0[2 * g]),
+                                                     _mm256_madd_epi16(hi0, sw0[2 * g + 1])));
+        im0 = _mm256_add_epi32(im0, _mm256_madd_epi16(mp0[g], pair));
+        is1 = _mm256_add_epi32(is1, _mm256_add_epi32(_mm256_madd_epi16(lo1, sw1[2 * g]),
+                                                     _mm256_madd_epi16(hi1, sw1[2 * g + 1])));
+        im1 = _mm256_add_epi32(im1, _mm256_madd_epi16(mp1[g], pair));
     }
     out[0] = is0, out[1] = is1, out[2] = im0, out[3] = im1;
 }
