@@ -36,18 +36,6 @@
 
 /* ---- shared helpers --------------------------------------------------------- */
 
-/* Byte b of each lane, as an int32. */
-INLINE __m256i byte_of(__m256i v, int b)
-{
-    return _mm256_and_si256(_mm256_srli_epi32(v, 8 * b), _mm256_set1_epi32(0xff));
-}
-
-/* Two int32 lanes' low 16 bits as one int16 pair. */
-INLINE __m256i pair16(__m256i lo, __m256i hi)
-{
-    return _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16));
-}
-
 /* The f16 in the low (hi = 0) or high half of each lane, widened exactly. */
 INLINE __m256 halves(__m256i v, int hi)
 {
@@ -57,8 +45,8 @@ INLINE __m256 halves(__m256i v, int hi)
 }
 
 /* Byte j of each row's 16 scale bytes (v[j / 4], row-per-lane) in both
- * int16 halves of its lane, whole: one vpshufb (byte_of and pair16 took
- * five operations). */
+ * int16 halves of its lane, whole: one vpshufb (a shift and mask per
+ * byte, then a pair, took five operations). */
 INLINE __m256i scale_pair(const __m256i v[4], int j)
 {
     const int b = j % 4;
@@ -84,8 +72,8 @@ INLINE __m256i byte_pair(const __m256i *v, int i)
  * once byte-wise: byte b of each lane of q[0] is scale b, of q[1] scale
  * 4 + b, of q[2] min b, of q[3] min 4 + b; scale_pair(q, j) and
  * byte_pair(q + 2, g) then give a scale, and the mins of group g, as
- * int16 pairs (per scale with byte_of, this took about a third of the
- * one-column kernel's operations). */
+ * int16 pairs (a shift and mask per scale and a pair took about a third
+ * of the one-column kernel's operations). */
 INLINE void q4_K_scales(const __m256i h[4], __m256i q[4])
 {
     const __m256i m6 = _mm256_set1_epi8(63), m4 = _mm256_set1_epi8(15), top = _mm256_set1_epi8(0x30);
@@ -767,7 +755,7 @@ INLINE void x16_sums_q4_K(const uint8_t *blk, const __m256i h0[4], const __m256i
 }
 
 /* The same for Q2_K, its scales and mins by one vpshufb each.  Half by
- * half, with byte_of and pair16, this kernel was compute-bound: 68% of
+ * half, with a shift and mask per byte, this kernel was compute-bound: 68% of
  * the memory's read rate in `qlm bench --kernels` with 2 threads, and
  * 5.4-5.9 GB/s against 6.5-8.1 now with one (alternated). */
 INLINE void x16_sums_q2_K(const uint8_t *blk, const __m256i h0[4], const __m256i h1[4], const qt_block_q8_K *y,
