@@ -537,12 +537,13 @@ INLINE void sub_block_4x2(const half_k p[2], int j, const int q4k, const qt_bloc
 }
 
 /* Adds one super-block of both halves (p[0], p[1]) for 4 columns, in
- * column_k's order: s rows 0..15 of each column, sm[h] + 8c its mins.
+ * column_k's order: sa[h] + 8c rows 8h..8h+7 of column c, sm[h] + 8c
+ * their mins.
  * The integer sums of all groups are formed first and the float work
  * follows, per output: the same operations in the same order per
  * accumulator, without the float state living across the asm. */
 INLINE void columns16_k(const half_k p[2], const int q4k, const int gemm, const uint8_t *y, size_t y_stride,
-                        const uint32_t *pairs, size_t pairs_stride, float *s, size_t ldo, float *const sm[2])
+                        const uint32_t *pairs, size_t pairs_stride, float *const sa[2], float *const sm[2])
 {
     const int per_group = q4k ? 2 : 8, groups = q4k ? 4 : 2;
     const qt_block_q8_K *yb[4];
@@ -567,7 +568,7 @@ INLINE void columns16_k(const half_k p[2], const int q4k, const int gemm, const 
                 im[g] = k_mins(&p[h], g, q4k, mp);
             }
             k_float(ish, im, groups, gemm, _mm256_mul_ps(p[h].d, dy), _mm256_mul_ps(p[h].dmin, dy),
-                    s + c * ldo + 8 * h, sm[h] + 8 * c);
+                    sa[h] + 8 * c, sm[h] + 8 * c);
         }
     }
 }
@@ -582,14 +583,18 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
     const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K), step = x16 ? QT_X16_ROWS * bs : bs;
     const int nb = n / QT_QK_K;
     alignas(32) half_k p[2];
-    alignas(32) float sm[2][CHUNK * 8];
+    /* acc and accm of the chunk's columns side by side: read and written
+     * in s itself, ldo apart (the matrix's rows, a multiple of 4 KB for
+     * most), the columns' lines fell in the same few L1 sets (AVX-512's
+     * run_k ran at 0.8x that way) */
+    alignas(32) float sa[2][CHUNK * 8], sm[2][CHUNK * 8];
     for (int c0 = 0; c0 < ncols; c0 += CHUNK) {
         const int nch = ncols - c0 < CHUNK ? ncols - c0 : CHUNK;
         float *sc = s + (size_t)c0 * ldo;
         const uint8_t *yc = (const uint8_t *)y + (size_t)c0 * y_stride;
         for (int c = 0; c < nch; c++) {
-            _mm256_storeu_ps(sc + c * ldo, _mm256_setzero_ps());
-            _mm256_storeu_ps(sc + c * ldo + 8, _mm256_setzero_ps());
+            _mm256_store_ps(sa[0] + 8 * c, _mm256_setzero_ps());
+            _mm256_store_ps(sa[1] + 8 * c, _mm256_setzero_ps());
             _mm256_store_ps(sm[0] + 8 * c, _mm256_setzero_ps());
             _mm256_store_ps(sm[1] + 8 * c, _mm256_setzero_ps());
         }
@@ -607,19 +612,19 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
             int c = 0;
             for (; nch - c >= 4; c += 4) {
                 if (x16) prefetch_spread(blk + step, step, c / 4, nch / 4);
-                float *const smc[2] = {sm[0] + 8 * c, sm[1] + 8 * c};
-                columns16_k(p, q4k, gemm, yb + c * y_stride, y_stride, pairs ? pairs + (c0 + c) * ps : NULL, ps,
-                            sc + c * ldo, ldo, smc);
+                float *const sac[2] = {sa[0] + 8 * c, sa[1] + 8 * c}, *const smc[2] = {sm[0] + 8 * c, sm[1] + 8 * c};
+                columns16_k(p, q4k, gemm, yb + c * y_stride, y_stride, pairs ? pairs + (c0 + c) * ps : NULL, ps, sac,
+                            smc);
             }
             for (; c < nch; c++)
                 for (int h = 0; h < 2; h++)
                     column_k(&p[h], q4k, gemm, (const qt_block_q8_K *)(yb + c * y_stride),
-                             pairs ? pairs + (c0 + c) * ps : NULL, sc + c * ldo + 8 * h, sm[h] + 8 * c);
+                             pairs ? pairs + (c0 + c) * ps : NULL, sa[h] + 8 * c, sm[h] + 8 * c);
         }
         for (int c = 0; c < nch; c++)
             for (int h = 0; h < 2; h++)
-                _mm256_storeu_ps(sc + c * ldo + 8 * h, _mm256_sub_ps(_mm256_loadu_ps(sc + c * ldo + 8 * h),
-                                                                     _mm256_load_ps(sm[h] + 8 * c)));
+                _mm256_storeu_ps(sc + c * ldo + 8 * h,
+                                 _mm256_sub_ps(_mm256_load_ps(sa[h] + 8 * c), _mm256_load_ps(sm[h] + 8 * c)));
     }
 }
 
