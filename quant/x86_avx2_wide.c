@@ -226,6 +226,8 @@ INLINE void gemv_q4_0(int n, float *s, const uint8_t *w, size_t stride, const ui
  * column against them, 4 at a time (the asm step), one at a time past
  * the last 4. */
 #define PANEL 8
+/* Columns whose accumulators a call keeps on its stack at once. */
+#define Q4_0_CHUNK 64
 typedef struct panel_q4_0 {
     __m256i u[PANEL][2][8];
     __m256 d[PANEL][2];
@@ -277,40 +279,45 @@ INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *
     }
     alignas(32) panel_q4_0 p;
     const int nb = n / QT_QK4_0;
-    for (int c = 0; c < ncols; c++) {
-        _mm256_storeu_ps(s + c * ldo, _mm256_setzero_ps());
-        _mm256_storeu_ps(s + c * ldo + 8, _mm256_setzero_ps());
-    }
-    for (int b = 0; b < nb; b += PANEL) {
-        const int np = nb - b < PANEL ? nb - b : PANEL;
-        for (int i = 0; i < np; i++)
-            for (int h = 0; h < 2; h++) {
-                if (x16) {
-                    unpack_x16(w, b + i, h, p.u[i][h]);
-                    p.d[i][h] = scales_x16(w, b + i, nb, h);
-                } else {
-                    const uint8_t *blk = w + (size_t)(b + i) * BLOCK + 8 * h * stride;
-                    unpack_rows(blk, stride, p.u[i][h]);
-                    p.d[i][h] = scales_rows(blk, stride);
+    /* the chunk's accumulators side by side (run_k, below, says why);
+     * the driver's calls have at most 64 columns: one chunk */
+    alignas(32) float sa[Q4_0_CHUNK * 16];
+    for (int c0 = 0; c0 < ncols; c0 += Q4_0_CHUNK) {
+        const int nch = ncols - c0 < Q4_0_CHUNK ? ncols - c0 : Q4_0_CHUNK;
+        const uint8_t *yc = y + (size_t)c0 * y_stride, *ac = aux + (size_t)c0 * aux_stride;
+        for (int c = 0; c < 2 * nch; c++) _mm256_store_ps(sa + 8 * c, _mm256_setzero_ps());
+        for (int b = 0; b < nb; b += PANEL) {
+            const int np = nb - b < PANEL ? nb - b : PANEL;
+            for (int i = 0; i < np; i++)
+                for (int h = 0; h < 2; h++) {
+                    if (x16) {
+                        unpack_x16(w, b + i, h, p.u[i][h]);
+                        p.d[i][h] = scales_x16(w, b + i, nb, h);
+                    } else {
+                        const uint8_t *blk = w + (size_t)(b + i) * BLOCK + 8 * h * stride;
+                        unpack_rows(blk, stride, p.u[i][h]);
+                        p.d[i][h] = scales_rows(blk, stride);
+                    }
                 }
+            if (!x16 && b + 2 * PANEL < nb) prefetch_rows(w + (size_t)(b + 2 * PANEL) * BLOCK, stride, PANEL * BLOCK);
+            int c = 0;
+            for (; nch - c >= 4; c += 4) {
+                /* blocks b + PANEL on, or the next group's first (PANEL is
+                 * even: a whole number of the layout's block pairs) */
+                if (x16) prefetch_spread(w + (size_t)(b + PANEL) * 16 * BLOCK, (size_t)PANEL * 16 * BLOCK, c / 4, nch / 4);
+                columns16_q4_0(&p, np, b, sa + 16 * c, 16, yc + c * y_stride, y_stride, ac + c * aux_stride, aux_stride);
             }
-        if (!x16 && b + 2 * PANEL < nb) prefetch_rows(w + (size_t)(b + 2 * PANEL) * BLOCK, stride, PANEL * BLOCK);
-        int c = 0;
-        for (; ncols - c >= 4; c += 4) {
-            /* blocks b + PANEL on, or the next group's first (PANEL is even:
-             * a whole number of the layout's block pairs) */
-            if (x16) prefetch_spread(w + (size_t)(b + PANEL) * 16 * BLOCK, (size_t)PANEL * 16 * BLOCK, c / 4, ncols / 4);
-            columns16_q4_0(&p, np, b, s + (size_t)c * ldo, ldo, y + c * y_stride, y_stride, aux + c * aux_stride,
-                           aux_stride);
+            for (; c < nch; c++)
+                for (int h = 0; h < 2; h++) {
+                    float *o = sa + 16 * c + 8 * h;
+                    __m256 acc = _mm256_load_ps(o);
+                    for (int i = 0; i < np; i++)
+                        acc = block_fma(acc, p.u[i][h], p.d[i][h], yc + c * y_stride, ac + c * aux_stride, b + i);
+                    _mm256_store_ps(o, acc);
+                }
         }
-        for (; c < ncols; c++)
-            for (int h = 0; h < 2; h++) {
-                float *o = s + (size_t)c * ldo + 8 * h;
-                __m256 acc = _mm256_loadu_ps(o);
-                for (int i = 0; i < np; i++)
-                    acc = block_fma(acc, p.u[i][h], p.d[i][h], y + c * y_stride, aux + c * aux_stride, b + i);
-                _mm256_storeu_ps(o, acc);
-            }
+        for (int c = 0; c < 2 * nch; c++)
+            _mm256_storeu_ps(s + (size_t)(c0 + c / 2) * ldo + 8 * (c % 2), _mm256_load_ps(sa + 8 * c));
     }
 }
 

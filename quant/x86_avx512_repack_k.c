@@ -176,7 +176,7 @@ INLINE void pack_q2_K(panel *p, const uint8_t *blk, size_t stride, const int x16
 }
 
 /* Adds one super-block of `nc` columns (y: their blocks, y_stride apart)
- * to acc (in s) and accm (in sm, 16 floats per column). */
+ * to acc (in sa) and accm (in sm), 16 floats per column each. */
 INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm, const int vnni, const uint8_t *y,
                     size_t y_stride, const uint32_t *pairs, size_t pairs_stride, float *sa, float *sm)
 {
