@@ -37,6 +37,8 @@
 /* Columns that share each panel load: their chains and accumulators, plus
  * the quant vector and temporaries, fill the 32 zmm registers. */
 #define MAX_COLS 8
+/* Columns whose accumulators a call keeps on its stack at once. */
+#define ACC_COLS 64
 
 /* What a column contributes to every row's block b (repack.h, prep). */
 typedef qt_rp_col_block col_block;
@@ -211,12 +213,12 @@ INLINE col_src column_src(const uint8_t *y, size_t y_stride, const col_block *a,
 }
 
 /* Adds np blocks of `nc` columns (a constant after inlining) from src to
- * their accumulators in s. */
-INLINE void columns(const panel *p, int np, const int nc, col_src src, float *s, size_t ldo, const int vnni)
+ * their accumulators, 16 floats each in sa. */
+INLINE void columns(const panel *p, int np, const int nc, col_src src, float *sa, const int vnni)
 {
     __m512 acc[MAX_COLS];
 #pragma GCC unroll 8
-    for (int c = 0; c < nc; c++) acc[c] = _mm512_loadu_ps(s + c * ldo);
+    for (int c = 0; c < nc; c++) acc[c] = _mm512_load_ps(sa + 16 * c);
     for (int i = 0; i < np; i++) {
         const int8_t *q = (const int8_t *)src.q + i * src.q_blk;
         const uint8_t *d = src.d + i * src.a_blk, *off = src.off + i * src.a_blk;
@@ -236,7 +238,7 @@ INLINE void columns(const panel *p, int np, const int nc, col_src src, float *s,
         }
     }
 #pragma GCC unroll 8
-    for (int c = 0; c < nc; c++) _mm512_storeu_ps(s + c * ldo, acc[c]);
+    for (int c = 0; c < nc; c++) _mm512_store_ps(sa + 16 * c, acc[c]);
 }
 
 /* acc + one column's block b against the 16 rows' block in row-per-lane
@@ -360,29 +362,38 @@ INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size
     }
     alignas(64) panel p;
     const int nb = n / QT_QK4_0;
-    for (int c = 0; c < ncols; c++) _mm512_storeu_ps(s + c * ldo, _mm512_setzero_ps());
-    for (int b = 0; b < nb; b += PANEL) {
-        const int np = nb - b < PANEL ? nb - b : PANEL;
-        if (x16) {
-            for (int i = 0; i < np; i++) {
-                unpack_x16(w, b + i, &p.u[8 * i], iq4);
-                p.d[i] = scales_x16(w, b + i, nb);
+    const int whole = ncols / MAX_COLS * MAX_COLS;
+    const col_block *tail = tail_blocks(aux, nb, ncols);
+    const uint8_t *yt = (const uint8_t *)y + (size_t)whole * y_stride;
+    /* The chunk's accumulators side by side, as in x86_avx512_repack_k.c's
+     * run_k (which says why); chunks of whole 8-column groups, each
+     * packing the panels anew (the driver's calls have at most 64
+     * columns: one chunk). */
+    alignas(64) float sa[ACC_COLS * 16];
+    for (int c0 = 0; c0 < ncols; c0 += ACC_COLS) {
+        const int c1 = ncols - c0 < ACC_COLS ? ncols : c0 + ACC_COLS;
+        for (int c = 0; c < c1 - c0; c++) _mm512_store_ps(sa + 16 * c, _mm512_setzero_ps());
+        for (int b = 0; b < nb; b += PANEL) {
+            const int np = nb - b < PANEL ? nb - b : PANEL;
+            if (x16) {
+                for (int i = 0; i < np; i++) {
+                    unpack_x16(w, b + i, &p.u[8 * i], iq4);
+                    p.d[i] = scales_x16(w, b + i, nb);
+                }
+            } else {
+                const uint8_t *wb = (const uint8_t *)w + (size_t)b * BLOCK;
+                if (b + 2 * PANEL < nb) prefetch_rows(wb + 2 * PANEL * BLOCK, w_stride, PANEL * BLOCK);
+                pack(&p, wb, w_stride, np, iq4);
             }
-        } else {
-            const uint8_t *wb = (const uint8_t *)w + (size_t)b * BLOCK;
-            if (b + 2 * PANEL < nb) prefetch_rows(wb + 2 * PANEL * BLOCK, w_stride, PANEL * BLOCK);
-            pack(&p, wb, w_stride, np, iq4);
+            int c = c0;
+            for (; c < (whole < c1 ? whole : c1); c += MAX_COLS)
+                columns(&p, np, MAX_COLS, group_src(aux, nb, c / MAX_COLS, b), sa + 16 * (c - c0), vnni);
+            for (; c1 - c >= 4; c += 4)
+                columns(&p, np, 4, column_src(yt, y_stride, tail, nb, c - whole, b), sa + 16 * (c - c0), vnni);
+            for (; c < c1; c++)
+                columns(&p, np, 1, column_src(yt, y_stride, tail, nb, c - whole, b), sa + 16 * (c - c0), vnni);
         }
-        const int whole = ncols / MAX_COLS * MAX_COLS;
-        for (int c = 0; c < whole; c += MAX_COLS)
-            columns(&p, np, MAX_COLS, group_src(aux, nb, c / MAX_COLS, b), s + (size_t)c * ldo, ldo, vnni);
-        const col_block *tail = tail_blocks(aux, nb, ncols);
-        const uint8_t *yt = (const uint8_t *)y + (size_t)whole * y_stride;
-        int c = 0;
-        for (; ncols - whole - c >= 4; c += 4)
-            columns(&p, np, 4, column_src(yt, y_stride, tail, nb, c, b), s + (size_t)(whole + c) * ldo, ldo, vnni);
-        for (; whole + c < ncols; c++)
-            columns(&p, np, 1, column_src(yt, y_stride, tail, nb, c, b), s + (size_t)(whole + c) * ldo, ldo, vnni);
+        for (int c = 0; c < c1 - c0; c++) _mm512_storeu_ps(s + (size_t)(c0 + c) * ldo, _mm512_load_ps(sa + 16 * c));
     }
 }
 
