@@ -9,11 +9,11 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
 #endif
@@ -107,7 +107,15 @@ static void detect(void) {
 
 #endif
 
+static void detect_all(void) {
+    detect();
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    features.l2_bytes = l2 > 0 ? l2 : 0;
+#endif
+}
+
 const qt_cpu_features *qt_cpu(void) {
-    pthread_once(&features_once, detect);
+    pthread_once(&features_once, detect_all);
     return &features;
 }
