@@ -34,8 +34,8 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
  * weight matrix is read once per pass.  Twice WIDE_TOKENS where that many
  * rows take at most 7/8 of the core's L2 (512 KB where the C library
  * does not say): the weights then stream half as often (tl-q4_k_m pp512
- * 1.04-1.05x with 1 thread on Zen 5, whose 1 MB L2 holds 128 rows of all
- * of its inputs). */
+ * 1.03-1.07x with 1 thread on Zen 5, whose 1 MB L2 holds 128 rows of its
+ * 2048-wide inputs). */
 #define WIDE_TOKENS 64
 
 static int wide_pass(size_t xq_row)

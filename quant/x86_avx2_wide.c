@@ -279,8 +279,7 @@ INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *
     }
     alignas(32) panel_q4_0 p;
     const int nb = n / QT_QK4_0;
-    /* the chunk's accumulators side by side (run_k, below, says why);
-     * the driver's calls have at most 64 columns: one chunk */
+    /* the chunk's accumulators side by side (run_k, below, says why) */
     alignas(32) float sa[Q4_0_CHUNK * 16];
     for (int c0 = 0; c0 < ncols; c0 += Q4_0_CHUNK) {
         const int nch = ncols - c0 < Q4_0_CHUNK ? ncols - c0 : Q4_0_CHUNK;
