@@ -45,6 +45,10 @@ static const shape shapes[] = {
      .head_dim = 64, .n_ff = 5632, .n_layer = 22, .rope_base = 10000.0f, .bench = true},
     {.name = "llama3.2-1b", .arch = "llama", .n_embd = 2048, .n_head = 32, .n_head_kv = 8,
      .head_dim = 64, .n_ff = 8192, .n_layer = 16, .rope_base = 500000.0f, .tied = true, .bench = true},
+    /* Qwen2-7B (DeepSeek-R1-Distill-Qwen-7B's shape): 7B widths, whose
+     * 18944-wide down projection outgrows the caches the 1B shapes fit */
+    {.name = "qwen2-7b", .arch = "qwen2", .n_embd = 3584, .n_head = 28, .n_head_kv = 4, .head_dim = 128,
+     .n_ff = 18944, .n_layer = 28, .rope_base = 1000000.0f, .qkv_bias = true, .bench = true},
 };
 
 static uint64_t next(uint64_t *s) /* splitmix64 */
@@ -108,7 +112,8 @@ int qlm_cmd_synth(int argc, char **argv)
                "family without real weights: qwen2, mistral (llama with a sliding window),\n"
                "phi3 (fused QKV and gate/up, longrope).\n"
                "Benchmark shapes (full size, f16 weights; quantize them with qlm quantize),\n"
-               "for speed only: tinyllama-1.1b, llama3.2-1b (tied output).\n\n"
+               "for speed only: tinyllama-1.1b, llama3.2-1b (tied output), qwen2-7b (use\n"
+               "--type q8_0 and a vocabulary of 152064 tokens to keep it within memory).\n\n"
                "  --type T   weight matrices in type T (f32, f16, bf16, q8_0, q4_0, ...)\n");
         return 0;
     }
@@ -131,7 +136,7 @@ int qlm_cmd_synth(int argc, char **argv)
         if (!strcmp(shapes[i].name, pos[0])) sh = &shapes[i];
     if (!sh)
         return qlm_cli_error(QLM_EUSAGE, "synth: no shape '%s' (known: qwen2, mistral, phi3, tinyllama-1.1b, "
-                             "llama3.2-1b)", pos[0]);
+                             "llama3.2-1b, qwen2-7b)", pos[0]);
     qt_type wt = sh->bench ? QT_F16 : QT_Q8_0;
     if (type_name) {
         bool found = false;
