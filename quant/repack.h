@@ -129,6 +129,22 @@ static inline size_t qt_x16_scales(int b, int nb)
     const int in_pair = nb - b / 2 * 2 < 2 ? 1 : 2;
     return (size_t)(b / 2) * 576 + (size_t)in_pair * 256 + (size_t)(b % 2) * 32;
 }
+/* A wide call writes each column's 16 outputs once, at the end of a chunk
+ * of columns, ldo floats apart: lines of a matrix larger than the caches,
+ * whose reads for ownership then held the stores back (6% of Q4_K's
+ * kernel at 2048x5632, 512 columns).  This asks for column c's line while
+ * step `step` of `steps` runs, the columns spread over the last 8 steps,
+ * late enough that they are still in L1 at the store. */
+static inline void qt_rp_prefetch_out(const float *s, size_t ldo, int ncols, int step, int steps)
+{
+    const int first = steps > 8 ? steps - 8 : 0, span = steps - first;
+    if (step < first) return;
+    for (int c = (step - first) * ncols / span; c < (step - first + 1) * ncols / span; c++) {
+        const float *o = s + (size_t)c * ldo;
+        __builtin_prefetch(o, 1, 3);
+        if ((uintptr_t)o % 64) __builtin_prefetch(o + 15, 1, 3);
+    }
+}
 /* Per-column side data the wide kernels share across ISAs (prep), one
  * column after another (column col at aux + col * aux_bytes(n, 1)):
  * Q4_0/IQ4_NL blocks: the widened activation scale and -(offset) *

@@ -287,6 +287,7 @@ INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *
         for (int c = 0; c < 2 * nch; c++) _mm256_store_ps(sa + 8 * c, _mm256_setzero_ps());
         for (int b = 0; b < nb; b += PANEL) {
             const int np = nb - b < PANEL ? nb - b : PANEL;
+            qt_rp_prefetch_out(s + (size_t)c0 * ldo, ldo, nch, b / PANEL, (nb + PANEL - 1) / PANEL);
             for (int i = 0; i < np; i++)
                 for (int h = 0; h < 2; h++) {
                     if (x16) {
@@ -607,6 +608,7 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
         for (int b = 0; b < nb; b++) {
             const uint8_t *blk = (const uint8_t *)w + (size_t)b * step;
             if (!x16 && b + 2 < nb) prefetch_rows(blk + 2 * bs, w_stride, bs);
+            qt_rp_prefetch_out(sc, ldo, nch, b, nb);
             const uint8_t *yb = yc + (size_t)b * sizeof(qt_block_q8_K);
             const uint32_t *pairs = q4k ? (const uint32_t *)aux + 4 * b : NULL;
             for (int h = 0; h < 2; h++) {

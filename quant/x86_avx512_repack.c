@@ -374,6 +374,7 @@ INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size
         for (int c = 0; c < c1 - c0; c++) _mm512_store_ps(sa + 16 * c, _mm512_setzero_ps());
         for (int b = 0; b < nb; b += PANEL) {
             const int np = nb - b < PANEL ? nb - b : PANEL;
+            qt_rp_prefetch_out(s + (size_t)c0 * ldo, ldo, c1 - c0, b / PANEL, (nb + PANEL - 1) / PANEL);
             if (x16) {
                 /* two panels on (past the group's end: the next group's
                  * start, which follows it in memory); the hardware

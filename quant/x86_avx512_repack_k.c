@@ -323,6 +323,7 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
         for (int b = 0; b < n / QT_QK_K; b++) {
             const uint8_t *blk = super_block(w, b, bs, x16);
             if (b + 2 < n / QT_QK_K) prefetch_sb(w, w_stride, n / QT_QK_K, b, 2, bs, x16);
+            qt_rp_prefetch_out(sc, ldo, nch, b, n / QT_QK_K);
             if (q4k)
                 pack_q4_K(&p, blk, w_stride, x16);
             else
