@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "blocks.h"
+#include "cpu.h"
 #include "fp16.h"
 #include "tiled.h"
 #include "tiles.h"
@@ -326,6 +327,22 @@ INLINE void store_group(__m512 acc[GROUP][MAX_TILES], int t, float *res)
 
 typedef void (*block_tiles_fn)(const wblock *, const uint8_t *const[2], __m512[GROUP][MAX_TILES], int);
 
+/* Rows whose groups take each block of packed activations in turn while
+ * it is in L1, where a pass's packed columns outgrow L2: group after
+ * group, every group re-read the whole pass from L3 (the 18944-wide down
+ * projection of a 7B model, 2.7 MB a pass, ran at 0.79x the rate of
+ * narrower ones).  Passes that L2 holds run group after group: bands
+ * measured 0.94-0.99x there. */
+#define BAND 16
+_Static_assert(BAND % GROUP == 0 && ROWS % BAND == 0, "bands are whole groups and never straddle a flush");
+
+/* Groups in the next band of `left` rows: 0 for a single row. */
+INLINE int band_groups(int left, bool big)
+{
+    const int g = left / GROUP, most = big ? BAND / GROUP : 1;
+    return g < most ? g : most;
+}
+
 void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                           int ncols, float *out, size_t out_stride)
 {
@@ -348,33 +365,46 @@ void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, i
         const int nc = ncols - c0 < MAX_TILES * QT_TILE_COLS ? ncols - c0 : MAX_TILES * QT_TILE_COLS;
         const int nt = (nc + QT_TILE_COLS - 1) / QT_TILE_COLS;
         const uint8_t *pass = (const uint8_t *)packed + (size_t)(c0 / QT_TILE_COLS) * tile_bytes;
+        const long l2 = qt_cpu()->l2_bytes ? qt_cpu()->l2_bytes : 512 * 1024;
+        const bool pass_big = (size_t)nt * tile_bytes > (size_t)l2;
         /* results of ROWS rows (qt_tiles_flush) */
         float res[MAX_TILES * QT_TILE_COLS][ROWS];
         for (int r = 0; r < nrows;) {
-            const int nr = nrows - r >= GROUP ? GROUP : 1;
-            __m512 acc[GROUP][MAX_TILES];
+            /* a band of whole groups, or one row */
+            const int ng = band_groups(nrows - r, pass_big), nr = ng ? GROUP * ng : 1;
+            __m512 acc[BAND][MAX_TILES];
             for (int i = 0; i < nr; i++)
                 for (int t = 0; t < nt; t++) acc[i][t] = _mm512_setzero_ps();
-            /* the next group's rows, one block ahead of their use: rows of
-             * a few blocks are streams too short for the hardware
-             * prefetchers, and each block's first touch waited on memory */
-            const int nr_next = nrows - r - nr < GROUP ? nrows - r - nr : GROUP;
+            /* Weights one block ahead of their use: rows of a few blocks
+             * are streams too short for the hardware prefetchers, and
+             * each block's first touch waited on memory.  A group asks
+             * for the next group's block b (what measured best); a band,
+             * whose rows are too long for that to stay in cache, for
+             * its own next block, or after its last the next band's first. */
+            const int nr_next = nrows - r - nr < nr ? nrows - r - nr : nr;
             for (int b = 0; b < nb; b++) {
-                wblock wb[GROUP];
-                for (int i = 0; i < nr_next; i++) {
-                    const char *nx = (const char *)w + (size_t)(r + nr + i) * w_stride + (size_t)b * wbytes;
+                const bool own = ng > 1 && b + 1 < nb;
+                const int pr0 = own ? r : r + nr, pn = own ? nr : nr_next, pb = own ? b + 1 : ng > 1 ? 0 : b;
+                for (int i = 0; i < pn; i++) {
+                    const char *nx = (const char *)w + (size_t)(pr0 + i) * w_stride + (size_t)pb * wbytes;
                     for (size_t o = 0; o < wbytes; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
                 }
-                for (int i = 0; i < nr; i++)
-                    decode(type, (const uint8_t *)w + (size_t)(r + i) * w_stride + (size_t)b * wbytes, &wb[i]);
-                for (int t = 0; t < nt; t += 2) {
-                    const uint8_t *blk[2] = {pass + (size_t)t * tile_bytes + (size_t)b * BLOCK_BYTES,
-                                             pass + (size_t)(t + 1) * tile_bytes + (size_t)b * BLOCK_BYTES};
-                    fns[wide][nr == GROUP][t + 1 < nt](wb, blk, acc, t);
+                for (int g = 0; g < (ng ? ng : 1); g++) {
+                    wblock wb[GROUP];
+                    for (int i = 0; i < (ng ? GROUP : 1); i++)
+                        decode(type, (const uint8_t *)w + (size_t)(r + GROUP * g + i) * w_stride + (size_t)b * wbytes,
+                               &wb[i]);
+                    for (int t = 0; t < nt; t += 2) {
+                        const uint8_t *blk[2] = {pass + (size_t)t * tile_bytes + (size_t)b * BLOCK_BYTES,
+                                                 pass + (size_t)(t + 1) * tile_bytes + (size_t)b * BLOCK_BYTES};
+                        fns[wide][ng > 0][t + 1 < nt](wb, blk, &acc[GROUP * g], t);
+                    }
                 }
             }
-            if (nr == GROUP)
-                for (int t = 0; t < nt; t++) store_group(acc, t, &res[t * QT_TILE_COLS][r % ROWS]);
+            if (ng)
+                for (int g = 0; g < ng; g++)
+                    for (int t = 0; t < nt; t++)
+                        store_group(&acc[GROUP * g], t, &res[t * QT_TILE_COLS][(r + GROUP * g) % ROWS]);
             else
                 for (int t = 0; t < nt; t++) {
                     float s[QT_TILE_COLS];

@@ -214,6 +214,14 @@ static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
         snprintf(name, sizeof name, "%s/tiles_%s/%s", set, qt_get(type)->name, sc_names[sc]);
         TEST_BEGIN(name);
         for (size_t s = 0; s < n_shapes; s++) check_shape(tiles, type, shapes[s][0], shapes[s][1], shapes[s][2], sc);
+        if (!q8) {
+            /* a pass larger than L2, which the kernel takes in bands of
+             * rows (bands of 16, one of 8 and single rows) */
+            const long l2 = qt_cpu()->l2_bytes ? qt_cpu()->l2_bytes : 512 * 1024;
+            int nb = 1;
+            while (tiles->pack_size(nb * QT_QK_K, 16 * QT_TILE_COLS) <= (size_t)l2) nb++;
+            check_shape(tiles, type, nb, 43, 16 * QT_TILE_COLS, sc);
+        }
         TEST_END();
     }
 }
