@@ -145,9 +145,7 @@ static void matmul_tiles_x(const qt_tiles *tiles, int n_w, const gl_tensor *cons
                            size_t xq_row, float *const y[], int n_tokens)
 {
     const int64_t n_in = w[0]->ne[0];
-    int pass_cols = tiles->pass_cols ? tiles->pass_cols : TB_PASS;
-    while (tiles->pass_bytes && pass_cols > TB_PASS && tiles->pack_size((int)n_in, pass_cols) > tiles->pass_bytes)
-        pass_cols /= 2;
+    const int pass_cols = tiles->pass_cols ? tiles->pass_cols : TB_PASS;
     int64_t runs = 0;
     for (int i = 0; i < n_w; i++) runs += (w[i]->ne[1] + TB_ROWS - 1) / TB_ROWS;
     uint8_t *packed = (uint8_t *)xq + (x ? 0 : xq_row * (size_t)n_tokens);

@@ -64,9 +64,6 @@ typedef struct qt_tiles {
      * as the activation type's quantize_act does: the same bytes without
      * writing and re-reading the quantized rows; NULL: quantize, then pack */
     void (*pack_f32)(int n, const float *x, int ncols, int tile, void *packed);
-    /* with pass_cols: the caller halves its passes, down to its default,
-     * while a pass's packed columns take more than this (0: no limit) */
-    size_t pass_bytes;
 } qt_tiles;
 
 /* The tile kernels for a matmul with weights of `type`, `rows` rows and
