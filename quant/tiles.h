@@ -57,8 +57,10 @@ typedef struct qt_tiles {
      * are independent, so threads may pack different ones */
     void (*pack)(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
     qt_tile_kernel_fn kernel;
-    /* columns per pass of the caller's loop (0: its default); a pass's
-     * packed columns should stay in L2 while a thread's rows go by */
+    /* columns per pass of the caller's loop (0: its default): each
+     * weight block is decoded once per pass, and a pass's packed columns
+     * are read once per row group (the AVX-512 kernel takes passes that
+     * outgrow L2 in bands of rows) */
     int pass_cols;
     /* pack, but from the float activations (rows of n floats), quantized
      * as the activation type's quantize_act does: the same bytes without
