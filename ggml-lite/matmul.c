@@ -40,7 +40,7 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
 
 static int wide_pass(size_t xq_row)
 {
-    const long known = qt_cpu()->l2_bytes, l2 = known ? known : 512 * 1024;
+    const long l2 = qt_cpu()->l2_bytes;
     return xq_row * 2 * WIDE_TOKENS <= (size_t)l2 / 8 * 7 ? 2 * WIDE_TOKENS : WIDE_TOKENS;
 }
 

@@ -109,10 +109,11 @@ static void detect(void) {
 
 static void detect_all(void) {
     detect();
+    long l2 = 0;
 #ifdef _SC_LEVEL2_CACHE_SIZE
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    features.l2_bytes = l2 > 0 ? l2 : 0;
+    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
+    features.l2_bytes = l2 > 0 ? l2 : 512 * 1024;
 }
 
 const qt_cpu_features *qt_cpu(void) {

@@ -35,8 +35,8 @@ typedef struct qt_cpu_features {
     bool amx;
     bool neon;    /* aarch64 Advanced SIMD (HWCAP_ASIMD) */
     bool dotprod; /* sdot/udot, Armv8.2+ (HWCAP_ASIMDDP): Cortex-A55/A76, Neoverse */
-    /* one core's L2 in bytes as the C library reports it, 0 when it does
-     * not: how many activation rows a batch kernel's pass may hold */
+    /* one core's L2 in bytes as the C library reports it, 512 KB when it
+     * does not: how many activation rows a batch kernel's pass may hold */
     long l2_bytes;
 } qt_cpu_features;
 

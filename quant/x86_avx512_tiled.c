@@ -365,8 +365,7 @@ void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, i
         const int nc = ncols - c0 < MAX_TILES * QT_TILE_COLS ? ncols - c0 : MAX_TILES * QT_TILE_COLS;
         const int nt = (nc + QT_TILE_COLS - 1) / QT_TILE_COLS;
         const uint8_t *pass = (const uint8_t *)packed + (size_t)(c0 / QT_TILE_COLS) * tile_bytes;
-        const long l2 = qt_cpu()->l2_bytes ? qt_cpu()->l2_bytes : 512 * 1024;
-        const bool pass_big = (size_t)nt * tile_bytes > (size_t)l2;
+        const bool pass_big = (size_t)nt * tile_bytes > (size_t)qt_cpu()->l2_bytes;
         /* results of ROWS rows (qt_tiles_flush) */
         float res[MAX_TILES * QT_TILE_COLS][ROWS];
         for (int r = 0; r < nrows;) {

@@ -217,7 +217,7 @@ static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
         if (!q8) {
             /* a pass larger than L2, which the kernel takes in bands of
              * rows (bands of 16, one of 8 and single rows) */
-            const long l2 = qt_cpu()->l2_bytes ? qt_cpu()->l2_bytes : 512 * 1024;
+            const long l2 = qt_cpu()->l2_bytes;
             int nb = 1;
             while (tiles->pack_size(nb * QT_QK_K, 16 * QT_TILE_COLS) <= (size_t)l2) nb++;
             check_shape(tiles, type, nb, 43, 16 * QT_TILE_COLS, sc);

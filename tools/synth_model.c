@@ -112,8 +112,8 @@ int qlm_cmd_synth(int argc, char **argv)
                "family without real weights: qwen2, mistral (llama with a sliding window),\n"
                "phi3 (fused QKV and gate/up, longrope).\n"
                "Benchmark shapes (full size, f16 weights; quantize them with qlm quantize),\n"
-               "for speed only: tinyllama-1.1b, llama3.2-1b (tied output), qwen2-7b (use\n"
-               "--type q8_0 and a vocabulary of 152064 tokens to keep it within memory).\n\n"
+               "for speed only: tinyllama-1.1b, llama3.2-1b (tied output), qwen2-7b (15 GB in\n"
+               "f16, built in memory: --type q8_0 takes 8 GB).\n\n"
                "  --type T   weight matrices in type T (f32, f16, bf16, q8_0, q4_0, ...)\n");
         return 0;
     }
