@@ -81,17 +81,19 @@ INLINE __m128i k4_scales_mins(const uint8_t s[12]) {
     return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
 }
 
-/* Q3_K's 16 scales, unbiased (-32..31), as bytes. */
+/* Q3_K's 16 scales, unbiased (-32..31), as bytes: the low nibbles of
+ * bytes 0-7 are scales 0-7, their high nibbles scales 8-15, and bits
+ * 2g..2g+1 of byte 8 + b the top bits of scale 4g + b.  In vector
+ * registers: the scalar shifts and masks took a fifth of the one-row dot
+ * product's time (Zen 2, from cache: 8.3 GB/s against 10.2 without them). */
 INLINE __m128i q3_k_scales(const uint8_t s[12]) {
-    uint32_t a[3];
-    memcpy(a, s, sizeof a);
-    const uint32_t lo[4] = {a[0] & 0x0f0f0f0fu, a[1] & 0x0f0f0f0fu, (a[0] >> 4) & 0x0f0f0f0fu,
-                            (a[1] >> 4) & 0x0f0f0f0fu};
-    uint32_t v[4];
-    for (int g = 0; g < 4; g++)
-        v[g] = lo[g] | ((a[2] >> (2 * g)) & 0x03030303u) << 4;
-    const __m128i u = _mm_setr_epi32((int)v[0], (int)v[1], (int)v[2], (int)v[3]);
-    return _mm_sub_epi8(u, _mm_set1_epi8(32));
+    int32_t a2;
+    memcpy(&a2, s + 8, sizeof a2);
+    const __m128i v = _mm_loadl_epi64((const __m128i *)s), m4 = _mm_set1_epi8(0x0f);
+    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(a2), _mm_setr_epi32(0, 2, 4, 6)),
+                                     _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
 }
 
 /* Sums of 32 activations (pairs of bsums) in int16, as vphaddw forms them. */
