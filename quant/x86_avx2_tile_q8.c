@@ -37,9 +37,10 @@
  * (pair sums at most 2·31·128 and 2·16·128: exact in int16, and the lanes
  * are vec_dot's): a vpsubw in place of the sign trick's vpsignb, which
  * on a Zen 2 took the 4x3 tile from 8.8 to 9.4 products a cycle (Gemma 3
- * 270M pp512 1.03-1.04x, alternated), and no -128 fallback.  Their summs chains run 4 rows at once in the lanes of one
- * register, each lane its row's chain, and are added to the lanes' hsum
- * as vec_dot adds them. */
+ * 270M pp512 1.03-1.04x, alternated), and no -128 fallback.  The _1
+ * types' summs chains run 4 rows at once in the lanes of one register,
+ * each lane its row's chain, and are added to the lanes' hsum as vec_dot
+ * adds them. */
 #if defined(__x86_64__)
 
 #include <immintrin.h>
