@@ -252,8 +252,10 @@ INLINE void micro(int nb, const uint8_t *const xq[TR], size_t bs, const float *d
     }
 MICRO_4X3(micro_4x3_s, ROW_S, "")
 /* the ones: all bits set, each int16 shifted down to 1 */
-MICRO_4X3(micro_4x3_u, ROW_U, "vpcmpeqw %[aw], %[aw], %[aw]\n\tvpsrlw $15, %[aw], %[aw]\n\t")
-MICRO_4X3(micro_4x3_o, ROW_O, "vpcmpeqw %[aw], %[aw], %[aw]\n\tvpsrlw $15, %[aw], %[aw]\n\t")
+#define ONES_IN_AW "vpcmpeqw %[aw], %[aw], %[aw]\n\tvpsrlw $15, %[aw], %[aw]\n\t"
+MICRO_4X3(micro_4x3_u, ROW_U, ONES_IN_AW)
+MICRO_4X3(micro_4x3_o, ROW_O, ONES_IN_AW)
+#undef ONES_IN_AW
 _Static_assert(offsetof(group, o) - offsetof(group, q) == 49152, "O_OFF");
 #undef MICRO_4X3
 #undef ZERO
