@@ -726,7 +726,7 @@ INLINE void sums_q2_K(const uint8_t *blk, size_t stride, int hf, const qt_block_
 /* One Q4_K super-block's exact sums for both halves (h0, h1: their
  * heads): out[h] of scale * q * y, out[2 + h] of the mins term. */
 INLINE void x16_sums_q4_K(const uint8_t *blk, const __m256i h0[4], const __m256i h1[4], const qt_block_q8_K *y,
-                          const uint32_t *pairs, __m256i out[4])
+                          const uint32_t *pairs, const uint8_t *ahead, size_t step, __m256i out[4])
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256i is0 = _mm256_setzero_si256(), is1 = is0, im0 = is0, im1 = is0;
@@ -743,6 +743,7 @@ INLINE void x16_sums_q4_K(const uint8_t *blk, const __m256i h0[4], const __m256i
         for (int g = 0; g < 4; g++) mp0[g] = byte_pair(sq0 + 2, g), mp1[g] = byte_pair(sq1 + 2, g);
     }
     for (int g = 0; g < 4; g++) {
+        prefetch_spread(ahead, step, g, 4);
         const uint8_t *q = blk + X16_Q4_QS + (size_t)(8 * g) * 64;
         const int8_t *yq = y->qs + 64 * g;
         __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
@@ -772,7 +773,7 @@ INLINE void x16_sums_q4_K(const uint8_t *blk, const __m256i h0[4], const __m256i
  * the memory's read rate in `qlm bench --kernels` with 2 threads, and
  * 5.4-5.9 GB/s against 6.5-8.1 now with one (alternated). */
 INLINE void x16_sums_q2_K(const uint8_t *blk, const __m256i h0[4], const __m256i h1[4], const qt_block_q8_K *y,
-                          __m256i out[4])
+                          const uint8_t *ahead, size_t step, __m256i out[4])
 {
     const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi16(15);
     __m256i is0 = _mm256_setzero_si256(), is1 = is0, im0 = is0, im1 = is0;
@@ -780,6 +781,7 @@ INLINE void x16_sums_q2_K(const uint8_t *blk, const __m256i h0[4], const __m256i
     for (int g = 0; g < 2; g++)
 #pragma GCC unroll 1
         for (int hf = 0; hf < 2; hf++) {
+            prefetch_spread(ahead, step, 2 * g + hf, 4);
             const uint8_t *q = blk + X16_Q2_QS + (size_t)(8 * g + 4 * hf) * 64;
             __m256i r0[4], r1[4];
 #pragma GCC unroll 4
@@ -822,23 +824,21 @@ INLINE void gemv_k_x16(int n, float *s, const uint8_t *w, const qt_block_q8_K *y
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, accm0 = acc0, accm1 = acc0;
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * step;
-        /* Q2_K asks for its blocks 4 ahead (tl-q2_k tg64 on a Zen 2,
-         * alternated: 46.2 t/s against 43.2 without).  Q4_K leaves its
-         * stream to the hardware prefetchers: on the Zen 2 every distance
-         * tried (from 16 lines to 16 blocks, into L1 or L2) cost tl-q4_k_m
-         * a fifth of its speed (tg64: 40.3 t/s without, 30.0-33.1 with;
-         * 22.0 against 17.0 with one thread), and on a Zen 3 4 blocks
-         * ahead measured level with 2 threads. */
-        if (!q4k)
-            for (size_t o = 0; o < step; o += 64) _mm_prefetch((const char *)(blk + 4 * step + o), _MM_HINT_T0);
+        /* The block 2 (Q4_K) or 4 (Q2_K) ahead is asked for a quarter
+         * at a time, one quarter per group of the sums (x16_sums_*).
+         * On a Zen 2, tl-q4_k_m tg64 alternated: 44.5-45.4 t/s against
+         * 40.7 with no software prefetch and 30.0-33.1 with the whole
+         * block asked for at once (36 lines in a burst, at any distance);
+         * tl-q2_k 49.6-50.2 against 46.3-47.6 with the burst.  On a Zen
+         * 3 the burst 4 blocks ahead measured level with none. */
         __m256i h0[4], h1[4], sums[4], dd0, dd1;
         k_head(blk, 0, 0, 1, h0);
         k_head(blk, 0, 1, 1, h1);
         if (q4k) {
-            x16_sums_q4_K(blk, h0, h1, y + b, pairs + 4 * b, sums);
+            x16_sums_q4_K(blk, h0, h1, y + b, pairs + 4 * b, blk + 2 * step, step, sums);
             dd0 = h0[0], dd1 = h1[0]; /* d | dmin lead each row's head */
         } else {
-            x16_sums_q2_K(blk, h0, h1, y + b, sums);
+            x16_sums_q2_K(blk, h0, h1, y + b, blk + 4 * step, step, sums);
             dd0 = q2_K_dd(blk, 0, 0, 1), dd1 = q2_K_dd(blk, 0, 1, 1);
         }
         const __m256 dy = _mm256_set1_ps(y[b].d);
