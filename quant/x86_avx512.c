@@ -119,6 +119,18 @@ INLINE void dot_q8_0(int n, float *s, const void *vx, const void *vy, const int 
     const qt_block_q8_0 *x = vx;
     const qt_block_q8_0 *y = vy;
     __m256 acc = _mm256_setzero_ps();
+    if (!vnni) {
+        __m256i y_min = _mm256_setzero_si256();
+        for (int i = 0; i < n / QT_QK8_0; i++) {
+            prefetch_weights(&x[i]);
+            acc = fma_block(scale2(&x[i].d, &y[i].d), dot4_sign(load256(x[i].qs), load256(y[i].qs), &y_min), acc);
+        }
+        if (_mm256_testz_si256(y_min, y_min)) {
+            *s = hsum_ps(acc);
+            return;
+        }
+        acc = _mm256_setzero_ps(); /* y holds -128, which qlm's quantizers never write */
+    }
     for (int i = 0; i < n / QT_QK8_0; i++) {
         prefetch_weights(&x[i]);
         acc = fma_block(scale2(&x[i].d, &y[i].d), dot4_s8(x[i].qs, y[i].qs, vnni), acc);

@@ -81,6 +81,20 @@ INLINE __m256i dot4_s8(const int8_t *a, const int8_t *b, const int vnni) {
     return _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even), _mm256_madd_epi16(a_odd, b_odd));
 }
 
+/* a·b by groups of four with the sign trick: vpmaddubsw of |a| (-128's
+ * negation wraps to 0x80, which it reads as an unsigned 128) and b
+ * negated where a is negative, pair sums at most 2·128·127.  Exact unless
+ * b holds -128, whose negation wraps too: *b_min collects b's -128 bytes,
+ * and a caller that finds any redoes the sum with dot4_s8.  Four vector
+ * operations where dot4_s8 takes six shifts and two vpmaddwd, and a Zen 2
+ * shifts one vector a cycle (one row of 4096 Q8_0 values from L2: 5.6
+ * cycles a block against 8.1). */
+INLINE __m256i dot4_sign(__m256i a, __m256i b, __m256i *b_min) {
+    *b_min = _mm256_or_si256(*b_min, _mm256_cmpeq_epi8(b, _mm256_set1_epi8((char)-128)));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a)),
+                             _mm256_set1_epi16(1));
+}
+
 /* The 32 4-bit values of a block in element order: element j < 16 is the
  * low nibble of qs[j], j >= 16 the high nibble of qs[j - 16].  A broadcast
  * load and a per-half shift do it without a cross-lane shuffle. */
