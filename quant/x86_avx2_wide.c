@@ -19,7 +19,9 @@
  *     against the sub-block's scale in both int16 halves of each lane then
  *     gives scale * sum exactly (no vpmulld).
  *   Q2_K: four pair sums of 2-bit quants per 16-element sub-block (3072),
- *     times the 4-bit scale the same way.
+ *     times the 4-bit scale the same way; with many columns, eight per
+ *     pair of sub-blocks, one in each int16 half (6144), times the two
+ *     scales by one vpmaddwd (Q2_PAIRED_COLS).
  *   Mins (both K types): int16 pairs of mins times pairs of bsums, with
  *     vpmaddwd. */
 #if defined(__x86_64__)
@@ -412,12 +414,17 @@ INLINE void pack_q4_K(half_k *p, const uint8_t *blk, size_t stride, int hf, cons
 /* Q2_K: u[4j + k] for sub-block j (16 elements) holds its quants 4k..4k+3;
  * element 128g + 32q + 4k' + t sits in
  * bits 2q of qs byte 32g + 4k' + t, sub-block 8g + 2q + k'/4. */
-INLINE void pack_q2_K(half_k *p, const uint8_t *blk, size_t stride, int hf, const int x16)
+INLINE void pack_q2_K(half_k *p, const uint8_t *blk, size_t stride, int hf, const int x16, const int paired)
 {
     __m256i h[4];
     k_head(blk, stride, hf, x16, h); /* the 16 scale bytes: low 4 bits scale, high min */
+    if (paired) {
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) p->sw[i] = _mm256_and_si256(byte_pair(h, i), _mm256_set1_epi16(15));
+    } else {
 #pragma GCC unroll 16
-    for (int j = 0; j < 16; j++) p->sw[j] = _mm256_and_si256(scale_pair(h, j), _mm256_set1_epi16(15));
+        for (int j = 0; j < 16; j++) p->sw[j] = _mm256_and_si256(scale_pair(h, j), _mm256_set1_epi16(15));
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) p->mins[i] = _mm256_srli_epi16(byte_pair(h, i), 4);
     const __m256i dd = q2_K_dd(blk, stride, hf, x16);
@@ -436,13 +443,66 @@ INLINE void pack_q2_K(half_k *p, const uint8_t *blk, size_t stride, int hf, cons
                 p->u[4 * j + k % 4] = _mm256_and_si256(_mm256_srli_epi16(raw[k], 2 * q), m3);
             }
     }
+    if (!paired) return;
+    /* pair i: sub-blocks 2i (a: u[8i + m], elements 4m..4m+3) and 2i + 1
+     * (b: u[8i + 4 + m]) into u[8i + 2m] = (a's 4m, 4m+1, b's 4m, 4m+1)
+     * and u[8i + 2m + 1] = (a's 4m+2, 4m+3, b's 4m+2, 4m+3) */
+#pragma GCC unroll 1
+    for (int i = 0; i < 8; i++) {
+        __m256i a[4], b[4];
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) a[m] = p->u[8 * i + m], b[m] = p->u[8 * i + 4 + m];
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) {
+            p->u[8 * i + 2 * m] = _mm256_blend_epi16(a[m], _mm256_slli_epi32(b[m], 16), 0xaa);
+            p->u[8 * i + 2 * m + 1] = _mm256_blend_epi16(_mm256_srli_epi32(a[m], 16), b[m], 0xaa);
+        }
+    }
+}
+
+/* Columns from which Q2_K's many-column calls take its sub-blocks in
+ * pairs: each int32 lane's low int16 sums a sub-block's products and its
+ * high int16 the next one's, so one vpmaddwd against the two scales
+ * widens both, and a pair takes 8 vpmaddubsw and one vpmaddwd where two
+ * sub-blocks took 8 and two, and half the int32 sums' loads and stores.
+ * On a Zen 2, where vpmaddubsw and vpmaddwd share one pipe, the kernel
+ * took 7% less time and tl-q2_k pp512 ran 1.035x (alternated 3 times).
+ * The activations must be permuted to match (prep_q2_K), a copy of each
+ * column, so calls of fewer columns (batched decoding, whose aux must fit
+ * matmul.c's stack buffer) keep the sub-blocks one at a time. */
+enum { Q2_PAIRED_COLS = 16 };
+
+static size_t aux_q2_K(int n, int ncols)
+{
+    return ncols >= Q2_PAIRED_COLS ? (size_t)ncols * (size_t)(n / QT_QK_K) * sizeof(qt_block_q8_K) : 0;
+}
+
+/* Column col's Q8_K blocks copied whole to aux + col * (a row's bytes),
+ * each 32 quants (sub-blocks 2i, 2i + 1: a, b) as 4-byte groups (a 2k,
+ * a 2k+1, b 2k, b 2k+1), so the kernels read the copy alone and a pass's
+ * columns take no more of the L2 than before. */
+static void prep_q2_K(int n, int col, int ncols, void *aux, const void *vy)
+{
+    if (ncols < Q2_PAIRED_COLS) return;
+    const int nb = n / QT_QK_K;
+    const qt_block_q8_K *y = vy;
+    qt_block_q8_K *o = (qt_block_q8_K *)aux + (size_t)col * (size_t)nb;
+    for (int b = 0; b < nb; b++) {
+        o[b] = y[b];
+        for (int i = 0; i < 8; i++) {
+            const __m128i a = _mm_loadu_si128((const __m128i *)(y[b].qs + 32 * i));
+            const __m128i c = _mm_loadu_si128((const __m128i *)(y[b].qs + 32 * i + 16));
+            _mm_storeu_si128((__m128i *)(o[b].qs + 32 * i), _mm_unpacklo_epi16(a, c));
+            _mm_storeu_si128((__m128i *)(o[b].qs + 32 * i + 16), _mm_unpackhi_epi16(a, c));
+        }
+    }
 }
 
 /* Sub-block j's scale * sum(q y) for one column, exact: the int16 pair
  * sums of its quant vectors (Q4_K: 8, Q2_K: 4), widened against the scale. */
-INLINE __m256i sub_sum(const half_k *p, int j, const int q4k, const int8_t *yq)
+INLINE __m256i sub_sum(const half_k *p, int j, const int wide32, const int8_t *yq)
 {
-    const int kn = q4k ? 8 : 4;
+    const int kn = wide32 ? 8 : 4;
     __m256i s = _mm256_maddubs_epi16(p->u[kn * j], bcast4(yq));
 #pragma GCC unroll 8
     for (int k = 1; k < kn; k++) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(p->u[kn * j + k], bcast4(yq + 4 * k)));
@@ -503,11 +563,11 @@ INLINE void k_float(const __m256i *is, const __m256i *im, const int groups, cons
 }
 
 /* Adds one super-block of one column to acc (at s) and accm (at sm), for
- * one half. */
-INLINE void column_k(const half_k *p, const int q4k, const int gemm, const qt_block_q8_K *yb, const uint32_t *pairs,
-                     float *s, float *sm)
+ * one half.  yq: the column's quants (Q2_K paired: prep_q2_K's). */
+INLINE void column_k(const half_k *p, const int q4k, const int paired, const int gemm, const qt_block_q8_K *yb,
+                     const int8_t *yq, const uint32_t *pairs, float *s, float *sm)
 {
-    const int sub = q4k ? 32 : 16, per_group = q4k ? 2 : 8, groups = q4k ? 4 : 2;
+    const int wide32 = q4k || paired, per_group = q4k ? 2 : paired ? 4 : 8, groups = q4k ? 4 : 2;
     const __m256 dy = _mm256_set1_ps(yb->d);
     __m256i mp[8], is[4], im[4];
     k_min_pairs(q4k, yb, pairs, mp);
@@ -516,26 +576,27 @@ INLINE void column_k(const half_k *p, const int q4k, const int gemm, const qt_bl
         /* not unrolled: Q2_K's 8 sub-blocks unrolled spilled 124 vectors */
 #pragma GCC unroll 1
         for (int j = per_group * g; j < per_group * (g + 1); j++)
-            is[g] = _mm256_add_epi32(is[g], sub_sum(p, j, q4k, yb->qs + sub * j));
+            is[g] = _mm256_add_epi32(is[g], sub_sum(p, j, wide32, yq + (wide32 ? 32 : 16) * j));
         im[g] = k_mins(p, g, q4k, mp);
     }
     k_float(is, im, groups, gemm, _mm256_mul_ps(p->d, dy), _mm256_mul_ps(p->dmin, dy), s, sm);
 }
 
-/* Sub-block j for 4 columns and both halves: is[4h + c] (first: =, else
- * +=) the sub-block's scale * sum(q y) for half h, column c, exact (the
+/* Sub-block j (wide32: 32 elements, a Q4_K sub-block or a Q2_K pair)
+ * for 4 columns and both halves: is[4h + c] (first: =, else +=) the
+ * sub-block's scale * sum(q y) for half h, column c, exact (the
  * products: SUB_32, SUB_16 above).  The int32 sums stay in memory,
  * is[], one load and store per sub-block. */
-INLINE void sub_block_4x2(const half_k p[2], int j, const int q4k, const qt_block_q8_K *const yb[4], const int first,
+INLINE void sub_block_4x2(const half_k p[2], int j, const int wide32, const int8_t *const yq[4], const int first,
                           __m256i is[8])
 {
-    const int sub = q4k ? 32 : 16, kn = q4k ? 8 : 4;
-    const int8_t *y[4] = {yb[0]->qs + sub * j, yb[1]->qs + sub * j, yb[2]->qs + sub * j, yb[3]->qs + sub * j};
+    const int sub = wide32 ? 32 : 16, kn = wide32 ? 8 : 4;
+    const int8_t *y[4] = {yq[0] + sub * j, yq[1] + sub * j, yq[2] + sub * j, yq[3] + sub * j};
     const __m256i *u0 = p[0].u + kn * j, *u1 = p[1].u + kn * j, *sw0 = &p[0].sw[j], *sw1 = &p[1].sw[j];
     SUB_REGS;
-    if (q4k && first)
+    if (wide32 && first)
         SUB_ASM(SUB_32 SUB_OUT(SUB_SET));
-    else if (q4k)
+    else if (wide32)
         SUB_ASM(SUB_32 SUB_OUT(SUB_ADD));
     else if (first)
         SUB_ASM(SUB_16 SUB_OUT(SUB_SET));
@@ -549,17 +610,22 @@ INLINE void sub_block_4x2(const half_k p[2], int j, const int q4k, const qt_bloc
  * The integer sums of all groups are formed first and the float work
  * follows, per output: the same operations in the same order per
  * accumulator, without the float state living across the asm. */
-INLINE void columns16_k(const half_k p[2], const int q4k, const int gemm, const uint8_t *y, size_t y_stride,
-                        const uint32_t *pairs, size_t pairs_stride, float *const sa[2], float *const sm[2])
+INLINE void columns16_k(const half_k p[2], const int q4k, const int paired, const int gemm, const uint8_t *y,
+                        size_t y_stride, const uint32_t *pairs, size_t pairs_stride, float *const sa[2],
+                        float *const sm[2])
 {
-    const int per_group = q4k ? 2 : 8, groups = q4k ? 4 : 2;
+    const int wide32 = q4k || paired, per_group = q4k ? 2 : paired ? 4 : 8, groups = q4k ? 4 : 2;
     const qt_block_q8_K *yb[4];
-    for (int c = 0; c < 4; c++) yb[c] = (const qt_block_q8_K *)(y + c * y_stride);
+    const int8_t *yq[4];
+    for (int c = 0; c < 4; c++) {
+        yb[c] = (const qt_block_q8_K *)(y + c * y_stride);
+        yq[c] = yb[c]->qs;
+    }
     alignas(32) __m256i is[4][8]; /* [group][4h + c] */
     for (int g = 0; g < groups; g++) {
-        sub_block_4x2(p, per_group * g, q4k, yb, 1, is[g]);
+        sub_block_4x2(p, per_group * g, wide32, yq, 1, is[g]);
 #pragma GCC unroll 1
-        for (int j = per_group * g + 1; j < per_group * (g + 1); j++) sub_block_4x2(p, j, q4k, yb, 0, is[g]);
+        for (int j = per_group * g + 1; j < per_group * (g + 1); j++) sub_block_4x2(p, j, wide32, yq, 0, is[g]);
     }
 #pragma GCC unroll 1
     for (int c = 0; c < 4; c++) {
@@ -588,7 +654,11 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
 {
     const size_t ps = aux_stride / sizeof(uint32_t);
     const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K), step = x16 ? QT_X16_ROWS * bs : bs;
-    const int nb = n / QT_QK_K;
+    const int nb = n / QT_QK_K, paired = !q4k && ncols >= Q2_PAIRED_COLS;
+    if (paired) { /* prep_q2_K's copies */
+        y = aux;
+        y_stride = (size_t)nb * sizeof(qt_block_q8_K);
+    }
     alignas(32) half_k p[2];
     /* acc and accm of the chunk's columns side by side: read and written
      * in s itself, ldo apart (the matrix's rows, a multiple of 4 KB for
@@ -615,19 +685,21 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
                 if (q4k)
                     pack_q4_K(&p[h], blk, w_stride, h, x16);
                 else
-                    pack_q2_K(&p[h], blk, w_stride, h, x16);
+                    pack_q2_K(&p[h], blk, w_stride, h, x16, paired);
             }
             int c = 0;
             for (; nch - c >= 4; c += 4) {
                 if (x16) prefetch_spread(blk + step, step, c / 4, nch / 4);
                 float *const sac[2] = {sa[0] + 8 * c, sa[1] + 8 * c}, *const smc[2] = {sm[0] + 8 * c, sm[1] + 8 * c};
-                columns16_k(p, q4k, gemm, yb + c * y_stride, y_stride, pairs ? pairs + (c0 + c) * ps : NULL, ps, sac,
-                            smc);
+                columns16_k(p, q4k, paired, gemm, yb + c * y_stride, y_stride, pairs ? pairs + (c0 + c) * ps : NULL,
+                            ps, sac, smc);
             }
-            for (; c < nch; c++)
+            for (; c < nch; c++) {
+                const qt_block_q8_K *ybc = (const qt_block_q8_K *)(yb + c * y_stride);
                 for (int h = 0; h < 2; h++)
-                    column_k(&p[h], q4k, gemm, (const qt_block_q8_K *)(yb + c * y_stride),
-                             pairs ? pairs + (c0 + c) * ps : NULL, sa[h] + 8 * c, sm[h] + 8 * c);
+                    column_k(&p[h], q4k, paired, gemm, ybc, ybc->qs, pairs ? pairs + (c0 + c) * ps : NULL,
+                             sa[h] + 8 * c, sm[h] + 8 * c);
+            }
         }
         for (int c = 0; c < nch; c++)
             for (int h = 0; h < 2; h++)
@@ -918,7 +990,7 @@ static void run_x16_q2_K(int n, int ncols, bool gemm, float *s, size_t ldo, cons
 
 static const qt_rp_wide wide_q4_0 = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0, true};
 static const qt_rp_wide wide_q4_K = {qt_rp_aux_q4_K, qt_rp_prep_q4_K, run_q4_K, run_x16_q4_K, false};
-static const qt_rp_wide wide_q2_K = {qt_rp_aux_none, qt_rp_prep_none, run_q2_K, run_x16_q2_K, false};
+static const qt_rp_wide wide_q2_K = {aux_q2_K, prep_q2_K, run_q2_K, run_x16_q2_K, false};
 
 const qt_rp_wide *const qt_rp_wide_avx2[QT_COUNT] = {
     [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &wide_q4_K, [QT_Q2_K] = &wide_q2_K};
