@@ -35,21 +35,6 @@
 
 /* ---- helpers (see x86_avx2.c for the reasoning behind each) ------------ */
 
-INLINE float scale2(const uint16_t *xd, const uint16_t *yd) {
-    const __m128 h = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(*xd), *yd, 1));
-    return _mm_cvtss_f32(_mm_mul_ss(h, _mm_movehdup_ps(h)));
-}
-
-INLINE float scale4(const void *x, const void *y, __m128 *summs) {
-    uint32_t a, b;
-    memcpy(&a, x, sizeof a);
-    memcpy(&b, y, sizeof b);
-    const __m128 h = _mm_cvtph_ps(_mm_setr_epi32((int)a, (int)b, 0, 0));
-    const __m128 swapped = _mm_permute_ps(h, 0x4e); /* [dy, sy, dx, mx] */
-    *summs = _mm_fmadd_ps(h, swapped, *summs);
-    return _mm_cvtss_f32(_mm_mul_ss(h, swapped));
-}
-
 /* Adds 16 to each byte whose 5th bit is set: qh is already a byte mask. */
 INLINE __m256i add_fifth_bits(__m256i q, const uint8_t qh[4]) {
     uint32_t bits;
@@ -113,29 +98,6 @@ INLINE void dot_q5_1(int n, float *s, const void *vx, const void *vy, const int 
         acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
     }
     *s = hsum_ps(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
-}
-
-INLINE void dot_q8_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
-    const qt_block_q8_0 *x = vx;
-    const qt_block_q8_0 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    if (!vnni) {
-        __m256i y_min = _mm256_setzero_si256();
-        for (int i = 0; i < n / QT_QK8_0; i++) {
-            prefetch_weights(&x[i]);
-            acc = fma_block(scale2(&x[i].d, &y[i].d), dot4_sign(load256(x[i].qs), load256(y[i].qs), &y_min), acc);
-        }
-        if (_mm256_testz_si256(y_min, y_min)) {
-            *s = hsum_ps(acc);
-            return;
-        }
-        acc = _mm256_setzero_ps(); /* y holds -128, which qlm's quantizers never write */
-    }
-    for (int i = 0; i < n / QT_QK8_0; i++) {
-        prefetch_weights(&x[i]);
-        acc = fma_block(scale2(&x[i].d, &y[i].d), dot4_s8(x[i].qs, y[i].qs, vnni), acc);
-    }
-    *s = hsum_ps(acc);
 }
 
 #define INSTANTIATE(name)                                                                       \

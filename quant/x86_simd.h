@@ -9,6 +9,9 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "blocks.h"
 
 #ifndef INLINE
 #define INLINE static inline __attribute__((always_inline))
@@ -130,6 +133,53 @@ INLINE void prefetch_block(const void *block, const size_t bytes) {
 
 INLINE __m256 fma_block(float d, __m256i lanes, __m256 acc) {
     return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
+}
+
+/* ---- the block scales and Q8_0's dot, shared by x86_avx2.c and x86_avx512.c */
+
+/* dx·dy from two blocks' f16 scales, with one conversion for both (F16C
+ * widening is exact, subnormals included).  Scalar conversions, one per
+ * half, cost more than the block's integer work. */
+INLINE float scale2(const uint16_t *xd, const uint16_t *yd) {
+    const __m128 h = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(*xd), *yd, 1));
+    return _mm_cvtss_f32(_mm_mul_ss(h, _mm_movehdup_ps(h)));
+}
+
+/* For the _1 types, whose blocks start with two halves each (x: d, m;
+ * y: d, s): one conversion gives [dx, mx, dy, sy]; returns dx·dy and
+ * advances lane 1 of *summs to fma(mx, sy, summs), the reference's chain.
+ * The other lanes of *summs are scratch. */
+INLINE float scale4(const void *x, const void *y, __m128 *summs) {
+    uint32_t a, b;
+    memcpy(&a, x, sizeof a);
+    memcpy(&b, y, sizeof b);
+    const __m128 h = _mm_cvtph_ps(_mm_setr_epi32((int)a, (int)b, 0, 0));
+    const __m128 swapped = _mm_permute_ps(h, 0x4e); /* [dy, sy, dx, mx] */
+    *summs = _mm_fmadd_ps(h, swapped, *summs);
+    return _mm_cvtss_f32(_mm_mul_ss(h, swapped));
+}
+
+INLINE void dot_q8_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
+    const qt_block_q8_0 *x = vx;
+    const qt_block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    if (!vnni) {
+        __m256i y_min = _mm256_setzero_si256();
+        for (int i = 0; i < n / QT_QK8_0; i++) {
+            prefetch_weights(&x[i]);
+            acc = fma_block(scale2(&x[i].d, &y[i].d), dot4_sign(load256(x[i].qs), load256(y[i].qs), &y_min), acc);
+        }
+        if (_mm256_testz_si256(y_min, y_min)) {
+            *s = hsum_ps(acc);
+            return;
+        }
+        acc = _mm256_setzero_ps(); /* y holds -128, which qlm's quantizers never write */
+    }
+    for (int i = 0; i < n / QT_QK8_0; i++) {
+        prefetch_weights(&x[i]);
+        acc = fma_block(scale2(&x[i].d, &y[i].d), dot4_s8(x[i].qs, y[i].qs, vnni), acc);
+    }
+    *s = hsum_ps(acc);
 }
 
 #endif
