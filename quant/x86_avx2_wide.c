@@ -563,9 +563,9 @@ INLINE void k_float(const __m256i *is, const __m256i *im, const int groups, cons
 }
 
 /* Adds one super-block of one column to acc (at s) and accm (at sm), for
- * one half.  yq: the column's quants (Q2_K paired: prep_q2_K's). */
+ * one half (Q2_K paired: yb is prep_q2_K's copy). */
 INLINE void column_k(const half_k *p, const int q4k, const int paired, const int gemm, const qt_block_q8_K *yb,
-                     const int8_t *yq, const uint32_t *pairs, float *s, float *sm)
+                     const uint32_t *pairs, float *s, float *sm)
 {
     const int wide32 = q4k || paired, per_group = q4k ? 2 : paired ? 4 : 8, groups = q4k ? 4 : 2;
     const __m256 dy = _mm256_set1_ps(yb->d);
@@ -576,7 +576,7 @@ INLINE void column_k(const half_k *p, const int q4k, const int paired, const int
         /* not unrolled: Q2_K's 8 sub-blocks unrolled spilled 124 vectors */
 #pragma GCC unroll 1
         for (int j = per_group * g; j < per_group * (g + 1); j++)
-            is[g] = _mm256_add_epi32(is[g], sub_sum(p, j, wide32, yq + (wide32 ? 32 : 16) * j));
+            is[g] = _mm256_add_epi32(is[g], sub_sum(p, j, wide32, yb->qs + (wide32 ? 32 : 16) * j));
         im[g] = k_mins(p, g, q4k, mp);
     }
     k_float(is, im, groups, gemm, _mm256_mul_ps(p->d, dy), _mm256_mul_ps(p->dmin, dy), s, sm);
@@ -587,11 +587,11 @@ INLINE void column_k(const half_k *p, const int q4k, const int paired, const int
  * sub-block's scale * sum(q y) for half h, column c, exact (the
  * products: SUB_32, SUB_16 above).  The int32 sums stay in memory,
  * is[], one load and store per sub-block. */
-INLINE void sub_block_4x2(const half_k p[2], int j, const int wide32, const int8_t *const yq[4], const int first,
-                          __m256i is[8])
+INLINE void sub_block_4x2(const half_k p[2], int j, const int wide32, const qt_block_q8_K *const yb[4],
+                          const int first, __m256i is[8])
 {
     const int sub = wide32 ? 32 : 16, kn = wide32 ? 8 : 4;
-    const int8_t *y[4] = {yq[0] + sub * j, yq[1] + sub * j, yq[2] + sub * j, yq[3] + sub * j};
+    const int8_t *y[4] = {yb[0]->qs + sub * j, yb[1]->qs + sub * j, yb[2]->qs + sub * j, yb[3]->qs + sub * j};
     const __m256i *u0 = p[0].u + kn * j, *u1 = p[1].u + kn * j, *sw0 = &p[0].sw[j], *sw1 = &p[1].sw[j];
     SUB_REGS;
     if (wide32 && first)
@@ -616,16 +616,12 @@ INLINE void columns16_k(const half_k p[2], const int q4k, const int paired, cons
 {
     const int wide32 = q4k || paired, per_group = q4k ? 2 : paired ? 4 : 8, groups = q4k ? 4 : 2;
     const qt_block_q8_K *yb[4];
-    const int8_t *yq[4];
-    for (int c = 0; c < 4; c++) {
-        yb[c] = (const qt_block_q8_K *)(y + c * y_stride);
-        yq[c] = yb[c]->qs;
-    }
+    for (int c = 0; c < 4; c++) yb[c] = (const qt_block_q8_K *)(y + c * y_stride);
     alignas(32) __m256i is[4][8]; /* [group][4h + c] */
     for (int g = 0; g < groups; g++) {
-        sub_block_4x2(p, per_group * g, wide32, yq, 1, is[g]);
+        sub_block_4x2(p, per_group * g, wide32, yb, 1, is[g]);
 #pragma GCC unroll 1
-        for (int j = per_group * g + 1; j < per_group * (g + 1); j++) sub_block_4x2(p, j, wide32, yq, 0, is[g]);
+        for (int j = per_group * g + 1; j < per_group * (g + 1); j++) sub_block_4x2(p, j, wide32, yb, 0, is[g]);
     }
 #pragma GCC unroll 1
     for (int c = 0; c < 4; c++) {
@@ -694,12 +690,10 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
                 columns16_k(p, q4k, paired, gemm, yb + c * y_stride, y_stride, pairs ? pairs + (c0 + c) * ps : NULL,
                             ps, sac, smc);
             }
-            for (; c < nch; c++) {
-                const qt_block_q8_K *ybc = (const qt_block_q8_K *)(yb + c * y_stride);
+            for (; c < nch; c++)
                 for (int h = 0; h < 2; h++)
-                    column_k(&p[h], q4k, paired, gemm, ybc, ybc->qs, pairs ? pairs + (c0 + c) * ps : NULL,
-                             sa[h] + 8 * c, sm[h] + 8 * c);
-            }
+                    column_k(&p[h], q4k, paired, gemm, (const qt_block_q8_K *)(yb + c * y_stride),
+                             pairs ? pairs + (c0 + c) * ps : NULL, sa[h] + 8 * c, sm[h] + 8 * c);
         }
         for (int c = 0; c < nch; c++)
             for (int h = 0; h < 2; h++)
