@@ -10,7 +10,7 @@
 bool gl_x16_wanted(const gl_tensor *t)
 {
     return t->layout == GL_LAYOUT_ROWS && t->data && t->ne[1] >= QT_X16_ROWS && qt_x16_available(t->type) &&
-           qt_repack_applies(t->type, t->ne[1]);
+           (qt_repack_applies(t->type, t->ne[1]) || qt_x16_dot(t->type));
 }
 
 int gl_x16_relayout(gl_tensor *t, void *dst)

@@ -236,6 +236,13 @@ static void rows_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, si
             wide_run(wide, w, (int)w->ne[0], n_tokens, false, &y[g], (size_t)n_out, gl_row(w, g), xq, xq_row, aux);
         return;
     }
+    const qt_x16_dot_fn dot16 = w->layout == GL_LAYOUT_X16 ? qt_x16_dot(w->type) : NULL;
+    if (dot16) { /* whole groups (r is a group's first row), then rows */
+        const int64_t grouped = n_out - n_out % QT_X16_ROWS;
+        for (; nr > 0 && r < grouped; r += QT_X16_ROWS, nr -= QT_X16_ROWS)
+            dot16((int)w->ne[0], &y[r], (size_t)n_out, gl_row(w, r), xq, xq_row, n_tokens);
+        if (nr <= 0) return;
+    }
     if (tr->vec_dot_tile && !(n_tokens == 1 && tr->one_row_min_bytes && w->row_bytes >= tr->one_row_min_bytes &&
                               gl_tensor_huge(w))) {
         tr->vec_dot_tile((int)w->ne[0], &y[r], (size_t)n_out, gl_row(w, r), w->row_bytes, nr, xq, xq_row,
@@ -411,8 +418,10 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
 {
     const qt_traits *tr = qt_get(w->type);
     if (!tr || !tr->vec_dot) return -1;
-    /* interleaved weights are only ever made for the wide kernels */
-    if (w->layout == GL_LAYOUT_X16 && (!qt_x16_available(w->type) || !qt_repack_applies(w->type, w->ne[1])))
+    /* interleaved weights are only ever made for the wide kernels and
+     * qt_x16_dot */
+    if (w->layout == GL_LAYOUT_X16 && !qt_x16_dot(w->type) &&
+        (!qt_x16_available(w->type) || !qt_repack_applies(w->type, w->ne[1])))
         return -1;
     const int64_t n_in = w->ne[0], n_out = w->ne[1];
     const qt_traits *act = qt_get(tr->vec_dot_type);

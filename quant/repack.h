@@ -45,13 +45,14 @@
  * The kernels read qlm's ordinary row-major blocks; interleaving the memory
  * is a possible speed-up, not needed for the bits.
  *
- * Q4_1, which llama.cpp does not repack, has no wide kernel on purpose.
- * In vec_dot's order each of its eight lanes needs a convert and an fma per
- * block and output, so 16 rows per register cost what vec_dot_tile's two
- * interleaved rows cost (tried: no faster at 8 columns).  An order of
- * one fma per block, as Q4_0's here, ran twice as fast, but SmolLM2's
- * outputs follow the summation order of these dots: its greedy texts left
- * llama.cpp's on 10 of 11 fixtures, at top-2 gaps up to 0.2. */
+ * Q4_1, which llama.cpp does not repack, has no wide kernel of these
+ * orders on purpose: an order of one fma per block, as Q4_0's here, ran
+ * twice as fast, but SmolLM2's outputs follow the summation order of
+ * these dots: its greedy texts left llama.cpp's on 10 of 11 fixtures, at
+ * top-2 gaps up to 0.2.  It keeps vec_dot's eight lanes, each needing a
+ * convert and an fma per block and output, and gets the x16 layout only
+ * for what the row-per-lane form shares among 8 rows (the nibble split,
+ * the scales; qt_x16_dot). */
 #ifndef QLM_QT_REPACK_H
 #define QLM_QT_REPACK_H
 
@@ -120,8 +121,14 @@ typedef struct qt_rp_wide {
  * dmin and the scales; Q2_K: the scales) at 16 r; Q2_K then each row's d
  * and dmin at 256 + 4 r; then the quants, the 4-byte groups k of bytes
  * 32g..32g+31 of qs[] at 64 (8g + k) from there, row r's at 4 r.
+ * Q4_1, which llama.cpp does not repack, keeps vec_dot's order over its own
+ * x16 layout (qt_x16_dot, below): the group's rows 0-7, then rows 8-15,
+ * each half its blocks in turn, QT_X16_Q4_1_BLOCK bytes a block: four
+ * 32-byte chunks (chunk k: bytes 4k..4k+3 of qs[] of the half's rows,
+ * row r's at 4 r), then the 8 rows' d, then their m (f16 each).
  * The layout changes where bytes are, never a result. */
 #define QT_X16_ROWS 16
+#define QT_X16_Q4_1_BLOCK (8 * 20)
 /* Where block b's quant bytes and scales sit in a group of nb blocks. */
 static inline size_t qt_x16_quants(int b) { return (size_t)(b / 2) * 576 + (size_t)(b % 2) * 256; }
 static inline size_t qt_x16_scales(int b, int nb)
@@ -166,6 +173,14 @@ void qt_rp_prep_none(int n, int col, int ncols, void *aux, const void *y);
 
 /* Whether this type has the x16 layout and this CPU a kernel for it. */
 bool qt_x16_available(qt_type type);
+/* For a type whose x16 layout keeps vec_dot's order (Q4_1): s[c * ldo + r]
+ * = vec_dot(row r of the group, column c) for r < 16, c < nc, bit for bit;
+ * column c at y + c * y_stride. */
+typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
+/* This CPU's kernel, or NULL where the type has none here (then its
+ * weights keep their rows).  Only the AVX2 level has one: measured on a
+ * Zen 2 only, so the other x86 levels keep their row-major tiles. */
+qt_x16_dot_fn qt_x16_dot(qt_type type);
 /* Writes the group of 16 rows (row r at rows + r * row_stride, n elements
  * each) to dst in the x16 layout; dst takes 16 row sizes. */
 void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride, void *dst);
@@ -196,6 +211,7 @@ const qt_rp_wide *qt_repack_wide(qt_type type);
 
 #if defined(__x86_64__)
 extern const qt_repack_ops qt_repack_avx2;
+void qt_avx2_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 /* The wide kernels by weight type, without and with AVX512-VNNI. */
 extern const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT];
 extern const qt_rp_wide *const qt_rp_wide_avx512_vnni[QT_COUNT];

@@ -279,13 +279,23 @@ void qt_rp_prep_none(int n, int col, int ncols, void *aux, const void *y)
     (void)n, (void)col, (void)ncols, (void)aux, (void)y;
 }
 
+qt_x16_dot_fn qt_x16_dot(qt_type type)
+{
+#if defined(__x86_64__)
+    if (type == QT_Q4_1 && qt_isa_active() == QT_ISA_AVX2) return qt_avx2_x16_dot_q4_1;
+#endif
+    (void)type;
+    return NULL;
+}
+
 bool qt_x16_available(qt_type type)
 {
     const qt_rp_wide *w = qt_repack_wide(type);
-    return w && w->run_x16;
+    return (w && w->run_x16) || qt_x16_dot(type);
 }
 
 _Static_assert(sizeof(qt_block_q4_0) == 18 && sizeof(qt_block_iq4_nl) == 18, "x16: one block layout");
+_Static_assert(QT_X16_Q4_1_BLOCK == 8 * sizeof(qt_block_q4_1), "x16: Q4_1 halves take their rows' bytes");
 
 /* The K-quants' x16 layout: a super-block of the 16 rows at a time. */
 static bool x16_by_blocks(qt_type type) { return type == QT_Q4_K || type == QT_Q2_K; }
@@ -303,8 +313,28 @@ static void x16_k_block(qt_type type, int r, uint8_t *blk, uint8_t *grp, bool to
 #undef X16_MOVE
 }
 
+/* Copies row r's block b to (to_x16) or from its places in a Q4_1 group
+ * of nb blocks (repack.h). */
+static void x16_q4_1_block(int r, int b, int nb, qt_block_q4_1 *blk, uint8_t *grp, bool to_x16)
+{
+    uint8_t *p = grp + ((size_t)(r / 8) * nb + b) * QT_X16_Q4_1_BLOCK;
+    const size_t at = 4 * (size_t)(r % 8);
+#define X16_MOVE(at, src, len) (to_x16 ? memcpy(p + (at), (src), (len)) : memcpy((src), p + (at), (len)))
+    for (int k = 0; k < 4; k++) X16_MOVE(32 * k + at, blk->qs + 4 * k, 4);
+    X16_MOVE(128 + at / 2, &blk->d, 2);
+    X16_MOVE(144 + at / 2, &blk->m, 2);
+#undef X16_MOVE
+}
+
 void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride, void *dst)
 {
+    if (type == QT_Q4_1) {
+        for (int r = 0; r < QT_X16_ROWS; r++)
+            for (int b = 0; b < n / QT_QK4_1; b++)
+                x16_q4_1_block(r, b, n / QT_QK4_1, (qt_block_q4_1 *)((uint8_t *)rows + (size_t)r * row_stride) + b,
+                               dst, true);
+        return;
+    }
     if (x16_by_blocks(type)) {
         const size_t bs = qt_get(type)->type_size;
         for (int r = 0; r < QT_X16_ROWS; r++)
@@ -327,6 +357,11 @@ void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride,
 
 void qt_x16_row(qt_type type, int n, const void *src, int r, void *row)
 {
+    if (type == QT_Q4_1) {
+        for (int b = 0; b < n / QT_QK4_1; b++)
+            x16_q4_1_block(r, b, n / QT_QK4_1, (qt_block_q4_1 *)row + b, (uint8_t *)src, false);
+        return;
+    }
     if (x16_by_blocks(type)) {
         const size_t bs = qt_get(type)->type_size;
         for (int b = 0; b < n / QT_QK_K; b++)

@@ -26,6 +26,7 @@
 #include "quant/blocks.h"
 #include "quant/cpu.h"
 #include "quant/fp16.h"
+#include "quant/ref.h"
 #include "quant/repack.h"
 #include "quant/tiled.h"
 #include "quant/tiles.h"
@@ -542,7 +543,60 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
     TEST_END();
 }
 
+#if defined(__x86_64__)
+/* Q4_1's x16 kernel against the reference vec_dot, bit for bit, over
+ * random rows (quants at both ends, signed scales and mins), activations
+ * at their extremes (-128 and 127 included), block counts 1 to 19 and
+ * 1 to 3 columns; and the layout's rows read back as they were. */
+static void test_x16_dot_q4_1(void) {
+    TEST_BEGIN("avx2/x16_dot_q4_1_vs_ref");
+    const int nbs[] = {1, 2, 7, 19};
+    for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++) {
+        const int n = nbs[i] * QT_QK4_1, nc = 1 + (int)i % 3;
+        const size_t row = qt_row_size(QT_Q4_1, n), yrow = qt_row_size(QT_Q8_1, n);
+        uint8_t *w = xmalloc(row * QT_X16_ROWS), *g = xmalloc(row * QT_X16_ROWS), *back = xmalloc(row);
+        uint8_t *y = xmalloc(yrow * nc);
+        for (size_t j = 0; j < row * QT_X16_ROWS; j++) w[j] = (uint8_t)rng_next();
+        for (int r = 0; r < QT_X16_ROWS; r++) /* finite scales and mins of either sign */
+            for (int b = 0; b < nbs[i]; b++) {
+                qt_block_q4_1 *x = (qt_block_q4_1 *)(w + r * row) + b;
+                x->d = qt_f32_to_f16((float)rng_normal() * 0.01f);
+                x->m = qt_f32_to_f16((float)rng_normal() * 0.1f);
+            }
+        float *f = xmalloc(sizeof(float) * n);
+        for (int c = 0; c < nc; c++) {
+            for (int j = 0; j < n; j++) f[j] = (float)rng_normal();
+            f[rng_below(n)] = -50.0f; /* that block's amax: its quant is -127 */
+            qt_get(QT_Q8_1)->quantize_act(f, y + c * yrow, n);
+            qt_block_q8_1 *yb = (qt_block_q8_1 *)(y + c * yrow);
+            yb[0].qs[0] = -128, yb[0].qs[1] = 127; /* products a quantizer never makes still exact */
+        }
+        qt_x16_interleave(QT_Q4_1, n, w, row, g);
+        float out[3 * QT_X16_ROWS];
+        qt_avx2_x16_dot_q4_1(n, out, QT_X16_ROWS, g, y, yrow, nc);
+        for (int r = 0; r < QT_X16_ROWS; r++) {
+            qt_x16_row(QT_Q4_1, n, g, r, back);
+            CHECK(!memcmp(back, w + r * row, row), "nb=%d: row %d reads back differently", nbs[i], r);
+            for (int c = 0; c < nc; c++) {
+                float want;
+                qt_vec_dot_q4_1_q8_1(n, &want, w + r * row, y + c * yrow);
+                CHECK(same_bits(want, out[c * QT_X16_ROWS + r]), "nb=%d col %d row %d: ref %a, kernel %a", nbs[i], c,
+                      r, want, out[c * QT_X16_ROWS + r]);
+            }
+        }
+        free(w), free(g), free(back), free(y), free(f);
+    }
+    TEST_END();
+}
+#endif
+
 int main(void) {
+#if defined(__x86_64__)
+    if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2))
+        test_x16_dot_q4_1();
+    else
+        printf("SKIP avx2/x16_dot_q4_1_vs_ref: CPU lacks AVX2/FMA/F16C\n");
+#endif
     const qt_type repacked[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K, QT_IQ4_NL};
     for (size_t i = 0; i < sizeof repacked / sizeof repacked[0]; i++) {
         test_kernels_vs_ref("scalar", qt_repack_ref(), repacked[i]);
@@ -593,6 +647,8 @@ int main(void) {
     test_x16_matmul(QT_IQ4_NL, 24, 3 * 32, 5);
     test_x16_matmul(QT_Q4_K, 40, 3 * 256, 20); /* past 16 tokens: the tiled batches too */
     test_x16_matmul(QT_Q2_K, 24, 2 * 256, 5);
+    test_x16_matmul(QT_Q4_1, 40, 7 * 32, 9); /* an odd block count, rows past the last group */
+    test_x16_matmul(QT_Q4_1, 64, 576, 20);
     test_rows_wide(QT_Q4_K, 48, 2 * QT_QK_K, 5);
     test_rows_wide(QT_Q2_K, 32, 3 * QT_QK_K, 5);
     test_matmul_routing(QT_Q4_0, 24, 9);
