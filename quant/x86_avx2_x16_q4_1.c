@@ -35,7 +35,8 @@ INLINE void half_q4_1(int nb, float *s, const uint8_t *half, const qt_block_q8_1
     const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     for (int b = 0; b < nb; b++) {
         const uint8_t *p = half + (size_t)b * QT_X16_Q4_1_BLOCK;
-        /* 1 KB ahead, each line once (a block is 2.5 lines) */
+        /* 1 KB ahead, each line once (a block is 2.5 lines); SmolLM2
+         * tg128 with 512 B or 2 KB ran 4-5% slower, a 1.1B shape 9-13% */
         _mm_prefetch((const char *)p + 1024, _MM_HINT_T0);
         _mm_prefetch((const char *)p + 1024 + 64, _MM_HINT_T0);
         if (b & 1) _mm_prefetch((const char *)p + 1024 + 128, _MM_HINT_T0);
