@@ -29,6 +29,13 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
     return bytes;
 }
 
+/* The tile kernels read a matrix's rows, so one in the x16 layout takes
+ * its own kernel even where its type has tiles. */
+static const qt_tiles *tiles_for(const gl_tensor *w, int n_tokens)
+{
+    return w->layout == GL_LAYOUT_X16 ? NULL : qt_tiles_for(w->type, w->ne[1], n_tokens);
+}
+
 /* Tokens per pass of the wide kernels: the pass's activations stay in L2
  * while every row group streams past them, and each thread's share of a
  * weight matrix is read once per pass.  Twice WIDE_TOKENS where that many
@@ -300,13 +307,12 @@ bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)
     if (!tr || !tr->vec_dot || tr->vec_dot_type == QT_F32) return false;
     const qt_traits *at = qt_get(tr->vec_dot_type);
     qt_from_float_fn quantize = at ? (at->quantize_act ? at->quantize_act : at->from_float) : NULL;
-    const int64_t n_out = w->ne[1];
     const int cols = each ? 1 : n_tokens;
     /* every other order matmul() may pick for this weight and batch; the
      * repacked one where it takes every token alone (gemv) and the wide
      * kernels can run it in gl_matmul_rows */
     const mm_order order = order_of(w, cols);
-    if (!quantize || (!each && qt_tiles_for(w->type, n_out, n_tokens)) ||
+    if (!quantize || (!each && tiles_for(w, n_tokens)) ||
         !(order == ORDER_VEC_DOT || (order == ORDER_REPACKED && cols < QT_RP_COLS && rows_wide(w, n_tokens))))
         return false;
     *act = (gl_act){.type = tr->vec_dot_type, .quantize = quantize,
@@ -425,7 +431,7 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
         return -1;
     const int64_t n_in = w->ne[0], n_out = w->ne[1];
     const qt_traits *act = qt_get(tr->vec_dot_type);
-    const qt_tiles *tiles = each ? NULL : qt_tiles_for(w->type, n_out, n_tokens);
+    const qt_tiles *tiles = each ? NULL : tiles_for(w, n_tokens);
     if (tiles && tiles->pack_f32) { /* quantized as it is packed */
         matmul_tiles_x(tiles, 1, &w, x, scratch, 0, &y, n_tokens);
         return 0;
@@ -555,13 +561,13 @@ int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float 
 {
     const qt_traits *tr = qt_get(w[0]->type);
     const qt_traits *act = tr ? qt_get(tr->vec_dot_type) : NULL;
-    const qt_tiles *tiles = act && tr->vec_dot_type != QT_F32 ? qt_tiles_for(w[0]->type, w[0]->ne[1], n_tokens) : NULL;
+    const qt_tiles *tiles = act && tr->vec_dot_type != QT_F32 ? tiles_for(w[0], n_tokens) : NULL;
     /* only where matmul() would take the same tile kernels for every weight
      * (a set's kernel takes each weight's type: Q4_K's Q/K beside a Q6_K V
      * share one packing of their Q8_K input) */
     for (int i = 0; i < n_w && tiles; i++)
         if (qt_get(w[i]->type)->vec_dot_type != tr->vec_dot_type || w[i]->ne[0] != w[0]->ne[0] ||
-            qt_tiles_for(w[i]->type, w[i]->ne[1], n_tokens) != tiles)
+            tiles_for(w[i], n_tokens) != tiles)
             tiles = NULL;
     qt_from_float_fn quantize = tiles ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
     if (!quantize) {

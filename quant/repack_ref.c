@@ -282,7 +282,13 @@ void qt_rp_prep_none(int n, int col, int ncols, void *aux, const void *y)
 qt_x16_dot_fn qt_x16_dot(qt_type type)
 {
 #if defined(__x86_64__)
-    if (type == QT_Q4_1 && qt_isa_active() == QT_ISA_AVX2) return qt_avx2_x16_dot_q4_1;
+    if (type == QT_Q4_1) {
+        switch (qt_isa_active()) {
+        case QT_ISA_AVX2: return qt_avx2_x16_dot_q4_1;
+        case QT_ISA_AVX2_VNNI: return qt_avx2_vnni_x16_dot_q4_1;
+        default: break;
+        }
+    }
 #endif
     (void)type;
     return NULL;

@@ -20,19 +20,21 @@
 #include <immintrin.h>
 #include <string.h>
 
+#define QT_X86_DPBUSD "%{vex%} vpdpbusd %2, %1, %0"
 #include "blocks.h"
 #include "repack.h"
 #include "x86_avx2_rows.h"
+#include "x86_simd.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
 /* 8 rows of one column: half points at the half's first block. */
-INLINE void half_q4_1(int nb, float *s, const uint8_t *half, const qt_block_q8_1 *y)
+INLINE void half_q4_1(int nb, float *s, const uint8_t *half, const qt_block_q8_1 *y, const int vnni)
 {
     __m256 acc[8], summs = _mm256_setzero_ps();
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
         const uint8_t *p = half + (size_t)b * QT_X16_Q4_1_BLOCK;
         /* 1 KB ahead, each line once (a block is 2.5 lines); SmolLM2
@@ -52,8 +54,8 @@ INLINE void half_q4_1(int nb, float *s, const uint8_t *half, const qt_block_q8_1
         for (int k = 0; k < 4; k++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(p + 32 * k));
             const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, bcast4(y[b].qs + 4 * k)), ones);
-            const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, bcast4(y[b].qs + 16 + 4 * k)), ones);
+            const __m256i pl = dot4(lo, bcast4(y[b].qs + 4 * k), vnni);
+            const __m256i ph = dot4(hi, bcast4(y[b].qs + 16 + 4 * k), vnni);
             acc[k] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(pl), acc[k]);
             acc[k + 4] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(ph), acc[k + 4]);
         }
@@ -67,15 +69,27 @@ INLINE void half_q4_1(int nb, float *s, const uint8_t *half, const qt_block_q8_1
  * call's, and the group stays in cache from the first column on, which
  * was still faster than vec_dot_tile's column-sharing tiles (n = 576 and
  * 1536, 64 columns: 2.7 cycles a block and column against 3.3-3.5). */
-void qt_avx2_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
+INLINE void dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc,
+                     const int vnni)
 {
     const int nb = n / QT_QK4_1;
     const uint8_t *g = group;
     for (int c = 0; c < nc; c++) {
         const qt_block_q8_1 *yc = (const qt_block_q8_1 *)((const uint8_t *)y + (size_t)c * y_stride);
-        half_q4_1(nb, s + (size_t)c * ldo, g, yc);
-        half_q4_1(nb, s + (size_t)c * ldo + 8, g + (size_t)nb * QT_X16_Q4_1_BLOCK, yc);
+        half_q4_1(nb, s + (size_t)c * ldo, g, yc, vnni);
+        half_q4_1(nb, s + (size_t)c * ldo + 8, g + (size_t)nb * QT_X16_Q4_1_BLOCK, yc, vnni);
     }
+}
+
+void qt_avx2_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
+{
+    dot_q4_1(n, s, ldo, group, y, y_stride, nc, 0);
+}
+
+/* AVX-VNNI: vpdpbusd for the vpmaddubsw + vpmaddwd pair, the same sums */
+void qt_avx2_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
+{
+    dot_q4_1(n, s, ldo, group, y, y_stride, nc, 1);
 }
 
 #endif

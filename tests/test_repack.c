@@ -548,11 +548,13 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
  * random rows (quants at both ends, signed scales and mins), activations
  * at their extremes (-128 and 127 included), block counts 1 to 19 and
  * 1 to 3 columns; and the layout's rows read back as they were. */
-static void test_x16_dot_q4_1(void) {
-    TEST_BEGIN("avx2/x16_dot_q4_1_vs_ref");
+static void test_x16_dot_q4_1(const char *name, qt_x16_dot_fn kernel) {
+    char case_name[64];
+    snprintf(case_name, sizeof case_name, "%s/x16_dot_q4_1_vs_ref", name);
+    TEST_BEGIN(case_name);
     const int nbs[] = {1, 2, 7, 19};
     for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++) {
-        const int n = nbs[i] * QT_QK4_1, nc = 1 + (int)i % 3;
+        const int n = nbs[i] * QT_QK4_1, nc = 1 + (int)i % 4;
         const size_t row = qt_row_size(QT_Q4_1, n), yrow = qt_row_size(QT_Q8_1, n);
         uint8_t *w = xmalloc(row * QT_X16_ROWS), *g = xmalloc(row * QT_X16_ROWS), *back = xmalloc(row);
         uint8_t *y = xmalloc(yrow * nc);
@@ -572,8 +574,8 @@ static void test_x16_dot_q4_1(void) {
             yb[0].qs[0] = -128, yb[0].qs[1] = 127; /* products a quantizer never makes still exact */
         }
         qt_x16_interleave(QT_Q4_1, n, w, row, g);
-        float out[3 * QT_X16_ROWS];
-        qt_avx2_x16_dot_q4_1(n, out, QT_X16_ROWS, g, y, yrow, nc);
+        float out[4 * QT_X16_ROWS];
+        kernel(n, out, QT_X16_ROWS, g, y, yrow, nc);
         for (int r = 0; r < QT_X16_ROWS; r++) {
             qt_x16_row(QT_Q4_1, n, g, r, back);
             CHECK(!memcmp(back, w + r * row, row), "nb=%d: row %d reads back differently", nbs[i], r);
@@ -592,10 +594,14 @@ static void test_x16_dot_q4_1(void) {
 
 int main(void) {
 #if defined(__x86_64__)
-    if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2))
-        test_x16_dot_q4_1();
-    else
-        printf("SKIP avx2/x16_dot_q4_1_vs_ref: CPU lacks AVX2/FMA/F16C\n");
+    const struct { const char *name; qt_isa isa; qt_x16_dot_fn fn; } x16[] = {
+        {"avx2", QT_ISA_AVX2, qt_avx2_x16_dot_q4_1}, {"avx2-vnni", QT_ISA_AVX2_VNNI, qt_avx2_vnni_x16_dot_q4_1}};
+    for (size_t j = 0; j < sizeof x16 / sizeof x16[0]; j++) {
+        if (qt_isa_supported(qt_cpu(), x16[j].isa))
+            test_x16_dot_q4_1(x16[j].name, x16[j].fn);
+        else
+            printf("SKIP %s/x16_dot_q4_1_vs_ref: CPU lacks it\n", x16[j].name);
+    }
 #endif
     const qt_type repacked[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K, QT_IQ4_NL};
     for (size_t i = 0; i < sizeof repacked / sizeof repacked[0]; i++) {
