@@ -1,7 +1,8 @@
 /* x86_avx2_x16_q4_1.c - Q4_1 times Q8_1 in vec_dot's order, from the x16
  * layout (repack.h), row per lane, with AVX2.
  *
- * Compiled with -mavx2 -mfma -mf16c.  vec_dot's order keeps eight float
+ * Compiled with -mavx2 -mfma -mf16c; the AVX-VNNI entry issues vpdpbusd
+ * as inline asm (x86_simd.h's dot4).  vec_dot's order keeps eight float
  * lanes per output: lane k takes, block by block, fma(dx·dy, Σ of elements
  * 4k..4k+3 of q·y, lane), and the lanes are summed at the end
  * ((x4+x0) + (x6+x2)) + ((x5+x1) + (x7+x3)), then Σ m·s (its own fma

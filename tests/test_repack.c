@@ -547,7 +547,7 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
 /* Q4_1's x16 kernel against the reference vec_dot, bit for bit, over
  * random rows (quants at both ends, signed scales and mins), activations
  * at their extremes (-128 and 127 included), block counts 1 to 19 and
- * 1 to 3 columns; and the layout's rows read back as they were. */
+ * 1 to 4 columns; and the layout's rows read back as they were. */
 static void test_x16_dot_q4_1(const char *name, qt_x16_dot_fn kernel) {
     char case_name[64];
     snprintf(case_name, sizeof case_name, "%s/x16_dot_q4_1_vs_ref", name);
