@@ -29,11 +29,33 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
     return bytes;
 }
 
-/* The tile kernels read a matrix's rows, so one in the x16 layout takes
- * its own kernel even where its type has tiles. */
+/* A matrix in the x16 layout takes a set's tiles only where the set reads
+ * that layout (kernel_x16: Q4_1's, whose layout keeps vec_dot's order);
+ * elsewhere its own kernels (the tile kernels read rows). */
 static const qt_tiles *tiles_for(const gl_tensor *w, int n_tokens)
 {
-    return w->layout == GL_LAYOUT_X16 ? NULL : qt_tiles_for(w->type, w->ne[1], n_tokens);
+    const qt_tiles *tiles = qt_tiles_for(w->type, w->ne[1], n_tokens);
+    if (w->layout == GL_LAYOUT_X16 && tiles && !(tiles->kernel_x16 && qt_x16_dot(w->type))) return NULL;
+    return tiles;
+}
+
+/* Rows [r0, r0 + nr) of w through the set's kernel for w's layout: in an
+ * x16 matrix, the rows in whole groups through kernel_x16 (r0 is then a
+ * group's first row: runs start at multiples of 16), those past the last
+ * group as rows. */
+static void tiles_run(const qt_tiles *tiles, const gl_tensor *w, int64_t r0, int64_t nr, const void *pass, int nc,
+                      float *y)
+{
+    const int n_in = (int)w->ne[0];
+    const int64_t n_out = w->ne[1];
+    int64_t grouped = w->layout == GL_LAYOUT_X16 ? n_out - n_out % QT_X16_ROWS - r0 : 0;
+    if (grouped > nr) grouped = nr;
+    if (grouped > 0)
+        tiles->kernel_x16(w->type, n_in, gl_row(w, r0), w->row_bytes, (int)grouped, pass, nc, y + r0, (size_t)n_out);
+    if (grouped < 0) grouped = 0;
+    if (grouped < nr)
+        tiles->kernel(w->type, n_in, gl_row(w, r0 + grouped), w->row_bytes, (int)(nr - grouped), pass, nc,
+                      y + r0 + grouped, (size_t)n_out);
 }
 
 /* Tokens per pass of the wide kernels: the pass's activations stay in L2
@@ -146,6 +168,7 @@ static void matmul_wide_one(const qt_rp_wide *wide, const gl_tensor *w, const ui
  * all. */
 #define TB_PASS (8 * QT_TILE_COLS)
 #define TB_ROWS 32
+_Static_assert(TB_ROWS % QT_X16_ROWS == 0, "tile runs start at an x16 group's first row");
 /* x: the float activations where the set packs from them (pack_f32; xq
  * is then the scratch, unused), else NULL and xq the quantized rows. */
 static void matmul_tiles_x(const qt_tiles *tiles, int n_w, const gl_tensor *const w[], const float *x, const void *xq,
@@ -183,8 +206,7 @@ static void matmul_tiles_x(const qt_tiles *tiles, int n_w, const gl_tensor *cons
                 while (r0 >= (w[i]->ne[1] + TB_ROWS - 1) / TB_ROWS * TB_ROWS)
                     r0 -= (w[i]->ne[1] + TB_ROWS - 1) / TB_ROWS * TB_ROWS, i++;
                 const int64_t n_out = w[i]->ne[1], nr = n_out - r0 < TB_ROWS ? n_out - r0 : TB_ROWS;
-                tiles->kernel(w[i]->type, (int)n_in, gl_row(w[i], r0), w[i]->row_bytes, (int)nr, pass, nc,
-                              y[i] + (size_t)c0 * n_out + r0, (size_t)n_out);
+                tiles_run(tiles, w[i], r0, nr, pass, nc, y[i] + (size_t)c0 * n_out);
             }
         }
     }

@@ -180,10 +180,11 @@ typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, co
 /* This CPU's kernel, or NULL where the type has none here (then its
  * weights keep their rows).  The AVX2 levels have one (Zen 2: SmolLM2
  * pp512 and tg128 1.2x; a Sapphire Rapids capped at AVX2-VNNI: a 1.1B
- * shape's pp512 1.1-1.3x, tg64 within its noise).  The AVX-512 levels keep
- * their rows: there a 16-row kernel ran tg64 1.28x, but the VNNI tiles,
- * which read rows, take batches with about 1.4x fewer operations a
- * product; that kernel's batch speed is not measured yet. */
+ * shape's pp512 1.1-1.3x, tg64 within its noise), and the AVX-512 levels
+ * one of 16 rows per vector (that Sapphire Rapids: tg64 1.28x).  At
+ * AVX-512 VNNI, batches of QT_TILE_MIN_COLS or more columns still take
+ * the tile kernels, which take them with fewer operations a product and
+ * read the groups as they are (tiles.h: kernel_x16). */
 qt_x16_dot_fn qt_x16_dot(qt_type type);
 /* Writes the group of 16 rows (row r at rows + r * row_stride, n elements
  * each) to dst in the x16 layout; dst takes 16 row sizes. */
@@ -218,6 +219,10 @@ extern const qt_repack_ops qt_repack_avx2;
 /* Q4_1's x16 kernels, without and with AVX-VNNI (x86_avx2_x16_q4_1.c). */
 void qt_avx2_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx2_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
+/* The same with AVX-512, without and with VNNI (x86_avx512_x16_q4_1.c). */
+void qt_avx512_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
+void qt_avx512_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc);
 /* The wide kernels by weight type, without and with AVX512-VNNI. */
 extern const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT];
 extern const qt_rp_wide *const qt_rp_wide_avx512_vnni[QT_COUNT];

@@ -105,8 +105,8 @@ static void q8_K_pack(int n, const void *y, size_t y_stride, int ncols, int tile
 #if defined(__x86_64__)
 const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
 {
-    static const qt_tiles q8_0 = {q8_0_pack_size, qt_avx512_vnni_tb_pack_q8_0, qt_avx512_vnni_tb_q8_0, 0,
-                                   qt_avx512_vnni_tb_pack_q8_0_f32};
+    static const qt_tiles q8_0 = {.pack_size = q8_0_pack_size, .pack = qt_avx512_vnni_tb_pack_q8_0,
+                                   .kernel = qt_avx512_vnni_tb_q8_0, .pack_f32 = qt_avx512_vnni_tb_pack_q8_0_f32};
     /* Passes of 256 columns: each weight block is decoded once per pass,
      * and at 128 columns decoding took ~27% of the kernel (Q6_K, Zen 5,
      * n = 2048; 256: 1.08x, Q3_K 1.13x, 1 thread, same bits).  Inputs
@@ -115,8 +115,10 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
      * bands of rows, 256 runs 1.12x there (Q3_K and Q6_K), 8192-wide
      * 1.05-1.10x and 18944-wide 1.07-1.09x (512 columns for all: 0.95x
      * in stop 27). */
-    static const qt_tiles q8_1 = {q8_1_pack_size, qt_avx512_vnni_tb_pack_q8_1, qt_avx512_vnni_tb_q8_0, 0, NULL};
-    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_avx512_vnni_tiled, 256, NULL};
+    static const qt_tiles q8_1 = {.pack_size = q8_1_pack_size, .pack = qt_avx512_vnni_tb_pack_q8_1,
+                                   .kernel = qt_avx512_vnni_tb_q8_0, .kernel_x16 = qt_avx512_vnni_tb_q4_1_x16};
+    static const qt_tiles k = {.pack_size = q8_K_pack_size, .pack = q8_K_pack, .kernel = qt_avx512_vnni_tiled,
+                               .pass_cols = 256};
     switch (type) {
     case QT_Q8_0: case QT_Q5_0: return &q8_0;
     case QT_Q4_1: case QT_Q5_1: return &q8_1;
@@ -129,7 +131,8 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
  * once per pass, so wider passes fold less often. */
 const qt_tiles *qt_tiles_amx(qt_type type)
 {
-    static const qt_tiles k = {q8_K_pack_size, q8_K_pack, qt_amx_tiled, 512, qt_amx_pack_q8_K_f32};
+    static const qt_tiles k = {.pack_size = q8_K_pack_size, .pack = q8_K_pack, .kernel = qt_amx_tiled,
+                               .pass_cols = 512, .pack_f32 = qt_amx_pack_q8_K_f32};
     return qt_amx_tiled_has(type) ? &k : NULL;
 }
 #endif

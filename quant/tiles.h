@@ -66,6 +66,11 @@ typedef struct qt_tiles {
      * as the activation type's quantize_act does: the same bytes without
      * writing and re-reading the quantized rows; NULL: quantize, then pack */
     void (*pack_f32)(int n, const float *x, int ncols, int tile, void *packed);
+    /* kernel's outputs, bit for bit, from weights in the x16 layout of a
+     * type whose layout keeps vec_dot's order (repack.h: qt_x16_dot): w is
+     * a group's first byte, w_stride the row size, and the nrows rows lie
+     * in whole groups; NULL: such weights never take this set */
+    qt_tile_kernel_fn kernel_x16;
 } qt_tiles;
 
 /* The tile kernels for a matmul with weights of `type`, `rows` rows and
@@ -109,6 +114,8 @@ void qt_tiles_pack_q8_1_ref(int n, const void *y, size_t y_stride, int ncols, in
 const qt_tiles *qt_tiles_avx512_vnni(qt_type type);
 void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                             int ncols, float *out, size_t out_stride);
+void qt_avx512_vnni_tb_q4_1_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                                int ncols, float *out, size_t out_stride);
 void qt_avx512_vnni_tb_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tb_pack_q8_1(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tb_pack_q8_0_f32(int n, const float *x, int ncols, int tile, void *packed);

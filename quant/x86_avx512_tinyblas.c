@@ -42,6 +42,7 @@
 #include "blocks.h"
 #include "fp16.h"
 #include "ref.h"
+#include "repack.h"
 #include "tiles.h"
 #include "x86_avx512_tiles.h"
 
@@ -167,13 +168,15 @@ typedef void (*rows_chunk_fn)(const qt_block_q8_0 *const x[NR], int bn, const ro
                               const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR],
                               size_t pf_block, const float (*m)[CHUNK], const float *tsy, __m512 sm[NR]);
 
-/* The 32 nibbles of a 4-bit block's 16 bytes as bytes in element order
+/* The 32 nibbles of a 4-bit block's 16 bytes q as bytes in element order
  * (low nibbles elements 0-15, high nibbles 16-31). */
-INLINE __m256i nibble_bytes(const uint8_t *qs)
+INLINE __m256i nibbles_of(__m128i q)
 {
-    const __m128i m4 = _mm_set1_epi8(0x0f), q = _mm_loadu_si128((const __m128i *)qs);
+    const __m128i m4 = _mm_set1_epi8(0x0f);
     return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
 }
+
+INLINE __m256i nibble_bytes(const uint8_t *qs) { return nibbles_of(_mm_loadu_si128((const __m128i *)qs)); }
 
 /* The 32 five-bit values of a Q5 block (qs, qh) as bytes, less `off`. */
 INLINE __m256i q5_bytes(const uint8_t *qs, const uint8_t *qh, int off)
@@ -208,7 +211,25 @@ static void decode_q4_1(const qt_block_q4_1 *x, int bn, qt_block_q8_0 *out, floa
     for (int b = 0; b < bn; b++) {
         _mm256_storeu_si256((__m256i *)out[b].qs, nibble_bytes(x[b].qs));
         out[b].d = x[b].d;
-        m[b] = qt_f16_to_f32(x[b].m);
+        m[b] = _cvtsh_ss(x[b].m);
+    }
+}
+
+/* decode_q4_1 from the x16 layout (repack.h): half points at the first
+ * block of the half that holds the row, lane is the row's place in it. */
+static void decode_q4_1_x16(const uint8_t *half, int lane, int bn, qt_block_q8_0 *out, float *m)
+{
+    for (int b = 0; b < bn; b++) {
+        const uint8_t *p = half + (size_t)b * QT_X16_Q4_1_BLOCK, *q = p + 4 * lane;
+        /* the row's dwords joined in registers: four 4-byte stores read
+         * back as one vector would stall store forwarding every block */
+        const __m128i q01 = _mm_unpacklo_epi32(_mm_loadu_si32(q), _mm_loadu_si32(q + 32));
+        const __m128i q23 = _mm_unpacklo_epi32(_mm_loadu_si32(q + 64), _mm_loadu_si32(q + 96));
+        _mm256_storeu_si256((__m256i *)out[b].qs, nibbles_of(_mm_unpacklo_epi64(q01, q23)));
+        uint16_t mh;
+        memcpy(&out[b].d, p + 128 + 2 * lane, sizeof out[b].d);
+        memcpy(&mh, p + 144 + 2 * lane, sizeof mh);
+        m[b] = _cvtsh_ss(mh);
     }
 }
 
@@ -217,7 +238,7 @@ static void decode_q5_1(const qt_block_q5_1 *x, int bn, qt_block_q8_0 *out, floa
     for (int b = 0; b < bn; b++) {
         _mm256_storeu_si256((__m256i *)out[b].qs, q5_bytes(x[b].qs, x[b].qh, 0));
         out[b].d = x[b].d;
-        m[b] = qt_f16_to_f32(x[b].m);
+        m[b] = _cvtsh_ss(x[b].m);
     }
 }
 
@@ -249,12 +270,23 @@ INLINE __m512 hsum8_lanes(const __m512 a[8])
     return _mm512_add_ps(lo, hi);
 }
 
-void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                            int ncols, float *out, size_t out_stride)
+/* Where row r's blocks start (*lane 0), or with x16 (Q4_1 only) the
+ * first block of the half of a group that holds it, at lane *lane. */
+INLINE const uint8_t *row_blocks(const void *w, size_t w_stride, int nb, int r, int *lane, const int x16)
+{
+    *lane = x16 ? r % 8 : 0;
+    if (!x16) return (const uint8_t *)w + (size_t)r * w_stride;
+    return (const uint8_t *)w + (size_t)(r / QT_X16_ROWS) * QT_X16_ROWS * w_stride +
+           (size_t)(r % QT_X16_ROWS / 8) * nb * QT_X16_Q4_1_BLOCK;
+}
+
+INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
+                      float *out, size_t out_stride, const int x16)
 {
     /* q41: the types with an m (Q4_1, Q5_1); else Q8_0 */
     const int q5 = type == QT_Q5_0, q41 = type == QT_Q4_1 || type == QT_Q5_1, decoded = q5 || q41;
-    const size_t xs = qt_get(type)->type_size;
+    /* bytes from a row's block to its next (x16: the half's next) */
+    const size_t xs = x16 ? QT_X16_Q4_1_BLOCK : qt_get(type)->type_size;
     const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
     const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
     const size_t tile_bytes = tile_qs + (size_t)(1 + q41) * nb * QT_TILE_COLS * sizeof(float);
@@ -281,7 +313,8 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
         for (int r = 0; r < nrows; r += NR) {
             const int nr = nrows - r < NR ? nrows - r : NR;
             const uint8_t *x[NR];
-            for (int i = 0; i < NR; i++) x[i] = (const uint8_t *)w + (size_t)(r + i % nr) * w_stride;
+            int lane[NR];
+            for (int i = 0; i < NR; i++) x[i] = row_blocks(w, w_stride, nb, r + i % nr, &lane[i], x16);
             for (int b0 = 0; b0 < nb; b0 += CHUNK) {
                 const int bn = nb - b0 < CHUNK ? nb - b0 : CHUNK;
                 const qt_block_q8_0 *xc[NR];
@@ -291,11 +324,14 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
                     pf[i] = NULL;
                 }
                 if (r + NR < nrows)
-                    for (int i = 0; i < NR; i++)
-                        pf[i] = (const uint8_t *)w + (size_t)(r + NR + i % (nrows - r - NR)) * w_stride + (size_t)b0 * xs;
+                    for (int i = 0; i < NR; i++) {
+                        int l;
+                        pf[i] = row_blocks(w, w_stride, nb, r + NR + i % (nrows - r - NR), &l, x16) + (size_t)b0 * xs;
+                    }
                 for (int i = 0; i < nr; i++) {
                     if (q5) decode_q5_0((const qt_block_q5_0 *)x[i] + b0, bn, dec[i]);
-                    if (type == QT_Q4_1) decode_q4_1((const qt_block_q4_1 *)x[i] + b0, bn, dec[i], mx[i]);
+                    if (x16) decode_q4_1_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i], mx[i]);
+                    else if (type == QT_Q4_1) decode_q4_1((const qt_block_q4_1 *)x[i] + b0, bn, dec[i], mx[i]);
                     if (type == QT_Q5_1) decode_q5_1((const qt_block_q5_1 *)x[i] + b0, bn, dec[i], mx[i]);
                     row_consts_fill(xc[i], bn, &k[i]);
                 }
@@ -320,6 +356,22 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
             }
         }
     }
+}
+
+void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                            int ncols, float *out, size_t out_stride)
+{
+    tb_kernel(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 0);
+}
+
+/* Q4_1 from the x16 layout: the rows' blocks decoded from their lanes
+ * (4 dwords a block instead of one 16-byte load, once per pass), then the
+ * same work and bits as from rows. */
+void qt_avx512_vnni_tb_q4_1_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                                int ncols, float *out, size_t out_stride)
+{
+    (void)type;
+    tb_kernel(QT_Q4_1, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
 }
 
 /* tiles.c's Q8_0 (or, with_s, Q8_1) layout, 16 columns at a time: one

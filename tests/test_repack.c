@@ -595,7 +595,9 @@ static void test_x16_dot_q4_1(const char *name, qt_x16_dot_fn kernel) {
 int main(void) {
 #if defined(__x86_64__)
     const struct { const char *name; qt_isa isa; qt_x16_dot_fn fn; } x16[] = {
-        {"avx2", QT_ISA_AVX2, qt_avx2_x16_dot_q4_1}, {"avx2-vnni", QT_ISA_AVX2_VNNI, qt_avx2_vnni_x16_dot_q4_1}};
+        {"avx2", QT_ISA_AVX2, qt_avx2_x16_dot_q4_1}, {"avx2-vnni", QT_ISA_AVX2_VNNI, qt_avx2_vnni_x16_dot_q4_1},
+        {"avx512", QT_ISA_AVX512, qt_avx512_x16_dot_q4_1},
+        {"avx512-vnni", QT_ISA_AVX512_VNNI, qt_avx512_vnni_x16_dot_q4_1}};
     for (size_t j = 0; j < sizeof x16 / sizeof x16[0]; j++) {
         if (qt_isa_supported(qt_cpu(), x16[j].isa))
             test_x16_dot_q4_1(x16[j].name, x16[j].fn);
@@ -655,6 +657,7 @@ int main(void) {
     test_x16_matmul(QT_Q2_K, 24, 2 * 256, 5);
     test_x16_matmul(QT_Q4_1, 40, 7 * 32, 9); /* an odd block count, rows past the last group */
     test_x16_matmul(QT_Q4_1, 64, 576, 20);
+    test_x16_matmul(QT_Q4_1, 56, 3 * 32, 12); /* with tiles, a run of rows in groups and past them */
     test_rows_wide(QT_Q4_K, 48, 2 * QT_QK_K, 5);
     test_rows_wide(QT_Q2_K, 32, 3 * QT_QK_K, 5);
     test_matmul_routing(QT_Q4_0, 24, 9);

@@ -9,6 +9,8 @@
  *   subnormal f16 scales, bytes -128 and 127 on both sides).  Elements
  *   outside the output are left alone, and packed buffers are allocated to
  *   their exact size so ASan sees any overread.
+ * - Q4_1's kernel for the x16 layout (kernel_x16) gives the row kernel's
+ *   bits for the same rows' whole groups, and writes nothing past them.
  * - The tiled K-quant kernel equals qt_tiled_dot likewise for Q2_K..Q6_K
  *   (raw random or extreme bytes: every quant and scale value, with the
  *   scenario's f16 d and dmin; Q8_K activations with consistent bsums).
@@ -193,6 +195,23 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
         }
         for (size_t r = rows; r < out_stride; r++)
             CHECK(same_bits(out[c * out_stride + r], -0.0f), "cols %d: wrote outside row %zu", cols, r);
+    }
+    if (tiles->kernel_x16 && type == QT_Q4_1 && rows >= QT_X16_ROWS) {
+        /* the same rows' whole groups in the x16 layout: the same bits */
+        const int grouped = rows - rows % QT_X16_ROWS;
+        uint8_t *g = test_xmalloc(w_stride * grouped);
+        for (int r = 0; r < grouped; r += QT_X16_ROWS)
+            qt_x16_interleave(type, n, w + r * w_stride, w_stride, g + r * w_stride);
+        float *o16 = test_xmalloc(sizeof(float) * out_stride * cols);
+        for (size_t i = 0; i < out_stride * cols; i++) o16[i] = -0.0f;
+        tiles->kernel_x16(type, n, g, w_stride, grouped, packed, cols, o16, out_stride);
+        for (int c = 0; c < cols; c++)
+            for (size_t r = 0; r < out_stride; r++) {
+                const float want = (int)r < grouped ? out[c * out_stride + r] : -0.0f;
+                CHECK(same_bits(o16[c * out_stride + r], want), "x16: nb %d rows %d cols %d: row %zu col %d: %a, want %a",
+                      nb, rows, cols, r, c, o16[c * out_stride + r], want);
+            }
+        free(g), free(o16);
     }
     free(w), free(y), free(packed), free(out);
 }
