@@ -48,11 +48,10 @@ static void tiles_run(const qt_tiles *tiles, const gl_tensor *w, int64_t r0, int
 {
     const int n_in = (int)w->ne[0];
     const int64_t n_out = w->ne[1];
-    int64_t grouped = w->layout == GL_LAYOUT_X16 ? n_out - n_out % QT_X16_ROWS - r0 : 0;
-    if (grouped > nr) grouped = nr;
-    if (grouped > 0)
+    const int64_t groups_end = w->layout == GL_LAYOUT_X16 ? n_out - n_out % QT_X16_ROWS : 0;
+    const int64_t grouped = groups_end <= r0 ? 0 : groups_end - r0 < nr ? groups_end - r0 : nr;
+    if (grouped)
         tiles->kernel_x16(w->type, n_in, gl_row(w, r0), w->row_bytes, (int)grouped, pass, nc, y + r0, (size_t)n_out);
-    if (grouped < 0) grouped = 0;
     if (grouped < nr)
         tiles->kernel(w->type, n_in, gl_row(w, r0 + grouped), w->row_bytes, (int)(nr - grouped), pass, nc,
                       y + r0 + grouped, (size_t)n_out);
