@@ -181,7 +181,7 @@ typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, co
  * weights keep their rows).  The AVX2 levels have one (Zen 2: SmolLM2
  * pp512 and tg128 1.2x; a Sapphire Rapids capped at AVX2-VNNI: a 1.1B
  * shape's pp512 1.1-1.3x, tg64 within its noise), and the AVX-512 levels
- * one of 16 rows per vector (that Sapphire Rapids: tg64 1.28x).  At
+ * one of 16 rows per vector (that Sapphire Rapids: tg64 1.25-1.57x).  At
  * AVX-512 VNNI, batches of QT_TILE_MIN_COLS or more columns still take
  * the tile kernels, which take them with fewer operations a product and
  * read the groups as they are (tiles.h: kernel_x16). */
