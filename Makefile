@@ -49,6 +49,7 @@ $(BUILD)/quant/x86_avx512_x16_q4_1.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl
 $(BUILD)/quant/x86_avx512_repack_k.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx2_tiled.o: ISAFLAGS = -mavx2 -mfma
 $(BUILD)/quant/x86_avx2_tile_q8.o: ISAFLAGS = -mavx2 -mfma -mf16c
+$(BUILD)/quant/x86_avx2_tiles_i16.o: ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx2_kv.o:   ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx512_kv.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx512_tinyblas.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c

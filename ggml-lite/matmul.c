@@ -311,11 +311,14 @@ void gl_matmul_rows_range(const gl_tensor *w, float *y, const void *xq, size_t x
 
 /* The order matmul() (not each) computes w's outputs in for n_tokens
  * tokens; the tile kernels keep the order of the path they stand for
- * (Q8_0's is vec_dot's, the K-quants' the tiled one). */
-typedef enum { ORDER_VEC_DOT, ORDER_TILED, ORDER_TINYBLAS, ORDER_REPACKED } mm_order;
+ * (Q8_0's is vec_dot's, the K-quants' the tiled one), except a set in
+ * the i16 order (quant/tiles.h). */
+typedef enum { ORDER_VEC_DOT, ORDER_TILED, ORDER_TINYBLAS, ORDER_REPACKED, ORDER_I16 } mm_order;
 
 static mm_order order_of(const gl_tensor *w, int n_tokens)
 {
+    const qt_tiles *tiles = tiles_for(w, n_tokens);
+    if (tiles && tiles->i16_order) return ORDER_I16;
     if (qt_repack_applies(w->type, w->ne[1])) return ORDER_REPACKED;
     if (qt_tiled_applies(w->type, w->ne[1], n_tokens)) return ORDER_TILED;
     if (qt_tinyblas_dot(w->type, w->ne[1], n_tokens)) return ORDER_TINYBLAS;

@@ -2,6 +2,7 @@
  * choice of tile kernels. */
 #include "tiles.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -100,6 +101,44 @@ static void q8_K_pack(int n, const void *y, size_t y_stride, int ncols, int tile
     }
 }
 
+/* ---- the i16 order ------------------------------------------------------ */
+
+void qt_tiles_pack_i16_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+{
+    const int nb = n / QT_QK8_0, c0 = tile * QT_TILE_COLS;
+    const size_t block_bytes = QT_TILE_COLS * QT_QK8_0 * sizeof(int16_t);
+    uint8_t *base = (uint8_t *)packed + (size_t)tile * nb * (block_bytes + QT_TILE_COLS * sizeof(float));
+    float *d = (float *)(base + (size_t)nb * block_bytes);
+    for (int c = 0; c < QT_TILE_COLS; c++) {
+        const qt_block_q8_0 *row = c0 + c < ncols ? (const qt_block_q8_0 *)((const uint8_t *)y + (size_t)(c0 + c) * y_stride) : NULL;
+        for (int b = 0; b < nb; b++) {
+            int16_t q[QT_QK8_0];
+            for (int k = 0; k < QT_QK8_0; k++) q[k] = row ? row[b].qs[k] : 0;
+            memcpy(base + (size_t)b * block_bytes + (size_t)c * sizeof q, q, sizeof q);
+            d[b * QT_TILE_COLS + c] = row ? qt_f16_to_f32(row[b].d) : 0.0f;
+        }
+    }
+}
+
+void qt_tiles_i16_dot_ref(int n, const void *w, size_t w_stride, int nr, const void *y, size_t y_stride, int nc,
+                          float *out, size_t ldo)
+{
+    const int nb = n / QT_QK8_0;
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < nr; r++) {
+            const qt_block_q8_0 *x = (const qt_block_q8_0 *)((const uint8_t *)w + (size_t)r * w_stride);
+            const qt_block_q8_0 *v = (const qt_block_q8_0 *)((const uint8_t *)y + (size_t)c * y_stride);
+            float acc = 0.0f;
+            for (int b = 0; b < nb; b++) {
+                int32_t sum = 0;
+                for (int k = 0; k < QT_QK8_0; k++) sum += (int32_t)x[b].qs[k] * v[b].qs[k];
+                const float d = qt_f16_to_f32(x[b].d) * qt_f16_to_f32(v[b].d);
+                acc = fmaf((float)sum, d, acc);
+            }
+            out[(size_t)c * ldo + r] = acc;
+        }
+}
+
 /* ---- choice ------------------------------------------------------------- */
 
 #if defined(__x86_64__)
@@ -125,6 +164,13 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
     case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: return &k;
     default: return NULL;
     }
+}
+
+const qt_tiles *qt_tiles_avx2(qt_type type)
+{
+    static const qt_tiles q8_0 = {.pack_size = qt_avx2_i16_pack_size, .pack = qt_avx2_i16_pack_q8_0,
+                                   .kernel = qt_avx2_i16_q8_0, .i16_order = true};
+    return type == QT_Q8_0 ? &q8_0 : NULL;
 }
 
 /* Passes of 256 columns: a block's weights are folded into tile operands
@@ -154,6 +200,7 @@ const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols)
 {
     if (n_cols < QT_TILE_MIN_COLS) return NULL;
 #if defined(__x86_64__)
+    if (qt_isa_active() == QT_ISA_AVX2) return qt_tiles_avx2(type);
     if (qt_isa_active() != QT_ISA_AVX512_VNNI) return NULL;
     if (qt_tiles_amx_applies(type, rows, n_cols)) return qt_tiles_amx(type);
     if (type == QT_Q8_0 || type == QT_Q5_0 || type == QT_Q4_1 || type == QT_Q5_1 ||

@@ -15,6 +15,14 @@
  * meets all of them while it is in cache.  Only the integer sums, which
  * are exact, are formed differently.
  *
+ * One set has an order of its own: Q8_0 batches on AVX2 without VNNI
+ * (quant/x86_avx2_tiles_i16.c says why), the "i16 order": per output,
+ *     acc = fma(float(sum of block b's 32 products), dx_b·dy_b, acc)
+ * for b = 0, 1, ... from acc = 0, dx_b·dy_b one float product
+ * (qt_tiles_i16_dot_ref).  Its outputs differ from vec_dot's by float
+ * rounding only; llama.cpp has no such order, so Q8_0 prompts there are
+ * not llama.cpp's bits (greedy texts are checked by make conformance).
+ *
  * Packed layouts (written by portable code in tiles.c; the kernels of
  * this CPU read them).  A tile holds QT_TILE_COLS columns, the last one
  * padded with zero activations.
@@ -24,6 +32,9 @@
  *     signed ones); after all blocks, the columns' d_y as floats, per block.
  *   Q8_1 activations (Q4_1's and Q5_1's vec_dot order): the same, then the columns'
  *     s_y (d_y times the block's sum) as floats, per block.
+ *   i16 order (AVX2 Q8_0), per 32-element block: each column's 32
+ *     quants as int16 (64 bytes), columns 0..15 in turn; after all
+ *     blocks, the columns' d_y as floats, per block.
  *   Q8_K activations (tiled K-quant order), per 256-element block: for
  *     each 4-byte group g = 0..63, 64 bytes: group g of columns 0..15 (the
  *     signed bytes as they are); then for each pair of 16-element sums
@@ -71,13 +82,18 @@ typedef struct qt_tiles {
      * a group's first byte, w_stride the row size, and the nrows rows lie
      * in whole groups; NULL: such weights never take this set */
     qt_tile_kernel_fn kernel_x16;
+    /* the outputs are in the i16 order (above), not in the order of the
+     * path the set stands for */
+    bool i16_order;
 } qt_tiles;
 
 /* The tile kernels for a matmul with weights of `type`, `rows` rows and
  * n_cols columns on this CPU (QLM_ISA caps it), or NULL: then the
- * per-element path gives the same bits.  Only AVX512-VNNI has them:
- * without vpdpbusd/vpdpwssd the packed unsigned bytes would need 16-bit
- * intermediates that saturate, and narrower registers halve the lanes.
+ * per-element path gives the same bits.  AVX512-VNNI has them for the
+ * types below; AVX2 without VNNI for Q8_0, in the i16 order (above).
+ * Elsewhere, without vpdpbusd/vpdpwssd the packed unsigned bytes would
+ * need 16-bit intermediates that saturate, and narrower registers halve
+ * the lanes.
  *
  * Where qt_amx_active(), Q2_K..Q6_K batches of qt_tiles_amx_min_cols()
  * or more columns take the AMX kernel, in the same tiled order (same bits).  Q4_K
@@ -103,6 +119,14 @@ const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols);
 /* Whether qt_tiles_for gives the AMX set for this weight and batch. */
 bool qt_tiles_amx_applies(qt_type type, int64_t rows, int n_cols);
 
+/* The i16 layout's definition in portable code (tests compare the AVX2
+ * packer with it). */
+void qt_tiles_pack_i16_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
+/* The i16 order's definition: out[c * ldo + r] for rows r < nr of the
+ * Q8_0 weights w (w_stride bytes apart) and Q8_0 columns c < nc of y. */
+void qt_tiles_i16_dot_ref(int n, const void *w, size_t w_stride, int nr, const void *y, size_t y_stride, int nc,
+                          float *out, size_t ldo);
+
 /* The Q8_0 layout's definition in portable code (the AVX512-VNNI set
  * packs with its own gathers; tests compare the two). */
 void qt_tiles_pack_q8_0_ref(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
@@ -121,6 +145,12 @@ void qt_avx512_vnni_tb_pack_q8_1(int n, const void *y, size_t y_stride, int ncol
 void qt_avx512_vnni_tb_pack_q8_0_f32(int n, const float *x, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                           int ncols, float *out, size_t out_stride);
+/* The AVX2 set (the i16 order; Q8_0 only) whatever QLM_ISA says, or NULL. */
+const qt_tiles *qt_tiles_avx2(qt_type type);
+size_t qt_avx2_i16_pack_size(int n, int ncols);
+void qt_avx2_i16_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
+void qt_avx2_i16_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
+                      float *out, size_t out_stride);
 /* The AMX-INT8 set for weights of `type` (the tiled order; Q2_K..Q5_K)
  * whatever QLM_ISA says, or NULL; only for a CPU whose qt_cpu()->amx is
  * set (quant/x86_amx_k.c). */

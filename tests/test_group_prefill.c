@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ggml-lite/attn.h"
+#include "quant/tiles.h"
 #include "src/model.h"
 #include "test.h"
 #include "tiny_model.h"
@@ -108,14 +109,19 @@ static void check(const char *arch, qt_type type, int n_embd, int extra, bool ex
 
 int main(void)
 {
+    /* Q8_0 batches of 8 or more in the i16 order (AVX2, quant/tiles.h):
+     * the group's output rows (one per prompt, 8) and each prompt's one
+     * row take different orders, so the pass sizes never share one */
+    const qt_tiles *q8 = qt_tiles_for(QT_Q8_0, 1 << 20, QT_TILE_MIN_COLS);
+    const bool q8_same = !(q8 && q8->i16_order);
     static const char *const archs[] = {"llama", "qwen2", "gemma3"};
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
         check(archs[a], QT_Q4_1, 64, 0, true);
-        check(archs[a], QT_Q8_0, 64, 8, true);
+        check(archs[a], QT_Q8_0, 64, 8, q8_same);
     }
     /* 64-wide heads: prompts take gl_attn_prompt, whose rows come from
      * another place in the cache in the group (block_rows) */
-    check("llama", QT_Q8_0, 256, 8, true);
+    check("llama", QT_Q8_0, 256, 8, q8_same);
     check("llama", QT_Q5_0, 64, 0, true);
     check("llama", QT_F16, 64, 0, true);
     /* the batch decides these orders: never merged */
@@ -125,6 +131,6 @@ int main(void)
      * batches take tile kernels from 8 tokens (AVX-512), one runs the
      * fused layers and the other the unfused ones, and both attend alike:
      * the bits must match */
-    check("llama", QT_Q8_0, 256, 0, true);
+    check("llama", QT_Q8_0, 256, 0, q8_same);
     TEST_EXIT();
 }

@@ -390,7 +390,7 @@ static void test_fixture(const char *stem) {
 
 /* ---- routing ------------------------------------------------------------- */
 
-enum { ORDER_VEC_DOT, ORDER_REPACK, ORDER_TILED, ORDER_TINYBLAS };
+enum { ORDER_VEC_DOT, ORDER_REPACK, ORDER_TILED, ORDER_TINYBLAS, ORDER_I16 };
 
 /* gl_matmul against the order it should take, computed here from the same
  * quantized activations, for 1..`max_tok` tokens. */
@@ -409,7 +409,9 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
     /* every count up to 12, then a few across the wide kernels' passes */
     for (int ntok = 1; ntok <= max_tok; ntok += ntok < 12 ? 1 : 29) {
         /* where AMX runs, K-quant batches take the tiled order first (quant/tiles.h) */
-        const int order = qt_tiles_amx_applies(type, rows, ntok) ? ORDER_TILED
+        const qt_tiles *tiles = qt_tiles_for(type, rows, ntok);
+        const int order = tiles && tiles->i16_order ? ORDER_I16
+                        : qt_tiles_amx_applies(type, rows, ntok) ? ORDER_TILED
                         : qt_repack_applies(type, rows) ? ORDER_REPACK
                         : qt_tiled_applies(type, rows, ntok) ? ORDER_TILED
                         : qt_tinyblas_dot(type, rows, ntok) ? ORDER_TINYBLAS : ORDER_VEC_DOT;
@@ -432,6 +434,9 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
                     want = g[r & 7];
                 } else if (order == ORDER_TILED) {
                     want = qt_tiled_dot(type, n, w + (size_t)r * row_bytes, xq + k * act_row);
+                } else if (order == ORDER_I16) {
+                    qt_tiles_i16_dot_ref(n, w + (size_t)r * row_bytes, row_bytes, 1, xq + k * act_row, act_row, 1,
+                                         &want, 1);
                 } else if (order == ORDER_TINYBLAS) {
                     qt_tinyblas_dot(type, rows, ntok)(n, &want, w + (size_t)r * row_bytes, xq + k * act_row);
                 } else {

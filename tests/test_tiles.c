@@ -9,6 +9,11 @@
  *   subnormal f16 scales, bytes -128 and 127 on both sides).  Elements
  *   outside the output are left alone, and packed buffers are allocated to
  *   their exact size so ASan sees any overread.
+ * - The AVX2 Q8_0 set (the i16 order) likewise equals qt_tiles_i16_dot_ref
+ *   on the same shapes (rows across its 16-row panels, blocks across its
+ *   32-block chunks, columns across tiles and its 128-column slices), and
+ *   its packer writes qt_tiles_pack_i16_ref's bytes; gl_matmul's Q8_0
+ *   batches take that order where the set runs.
  * - Q4_1's kernel for the x16 layout (kernel_x16) gives the row kernel's
  *   bits for the same rows' whole groups, and writes nothing past them.
  * - The tiled K-quant kernel equals qt_tiled_dot likewise for Q2_K..Q6_K
@@ -169,7 +174,8 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
     if (tr->vec_dot_type != QT_Q8_K) { /* the set's packer writes the portable layout */
         uint8_t *ref = test_xmalloc(pack_bytes);
         for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++)
-            (tr->vec_dot_type == QT_Q8_0 ? qt_tiles_pack_q8_0_ref : qt_tiles_pack_q8_1_ref)(n, y, y_stride, cols, t, ref);
+            (tiles->i16_order ? qt_tiles_pack_i16_ref
+             : tr->vec_dot_type == QT_Q8_0 ? qt_tiles_pack_q8_0_ref : qt_tiles_pack_q8_1_ref)(n, y, y_stride, cols, t, ref);
         CHECK(memcmp(ref, packed, pack_bytes) == 0, "nb %d cols %d: packed tiles differ from the portable layout", nb, cols);
         free(ref);
     }
@@ -179,7 +185,9 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
     for (int c = 0; c < cols; c++) {
         for (int r = 0; r < rows; r++) {
             float want;
-            if (type == QT_Q8_0)
+            if (tiles->i16_order)
+                qt_tiles_i16_dot_ref(n, w + r * w_stride, w_stride, 1, y + c * y_stride, y_stride, 1, &want, 1);
+            else if (type == QT_Q8_0)
                 qt_vec_dot_q8_0_q8_0(n, &want, w + r * w_stride, y + c * y_stride);
             else if (type == QT_Q5_0)
                 qt_vec_dot_q5_0_q8_0(n, &want, w + r * w_stride, y + c * y_stride);
@@ -245,7 +253,8 @@ static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
     }
 }
 
-/* gl_matmul on a Q8_0 tensor: every element is the scalar vec_dot's. */
+/* gl_matmul on a Q8_0 tensor: every element is the scalar vec_dot's, or
+ * where the batch takes a set in the i16 order, that order's. */
 static void test_matmul_q8_0(void) {
     TEST_BEGIN("matmul_q8_0_batches");
     const int n = 3 * QT_QK8_0, rows = 21;
@@ -260,10 +269,14 @@ static void test_matmul_q8_0(void) {
         CHECK(gl_matmul(&t, x, out, ntok, scratch) == 0, "gl_matmul failed");
         uint8_t *xq = test_xmalloc(act_row * ntok);
         for (int k = 0; k < ntok; k++) qt_quantize_act_q8_0(x + (size_t)k * n, xq + k * act_row, n);
+        const qt_tiles *tiles = qt_tiles_for(QT_Q8_0, rows, ntok);
         for (int k = 0; k < ntok; k++)
             for (int r = 0; r < rows; r++) {
                 float want;
-                qt_vec_dot_q8_0_q8_0(n, &want, w + r * row_bytes, xq + k * act_row);
+                if (tiles && tiles->i16_order)
+                    qt_tiles_i16_dot_ref(n, w + r * row_bytes, row_bytes, 1, xq + k * act_row, act_row, 1, &want, 1);
+                else
+                    qt_vec_dot_q8_0_q8_0(n, &want, w + r * row_bytes, xq + k * act_row);
                 CHECK(same_bits(out[(size_t)k * rows + r], want), "ntok %d token %d row %d: %a, want %a", ntok, k, r,
                       out[(size_t)k * rows + r], want);
             }
@@ -500,6 +513,10 @@ int main(void) {
     } else {
         printf("SKIP avx512-vnni/tiles: CPU lacks AVX512-VNNI\n");
     }
+    if (qt_isa_supported(qt_cpu(), QT_ISA_AVX2))
+        test_kernel("avx2", QT_Q8_0, qt_tiles_avx2(QT_Q8_0));
+    else
+        printf("SKIP avx2/tiles: CPU lacks AVX2\n");
     if (qt_cpu()->amx && qt_isa_supported(qt_cpu(), QT_ISA_AVX512_VNNI)) {
         const qt_type types[] = {QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
