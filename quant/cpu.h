@@ -96,6 +96,13 @@ const char *qt_isa_name(void);
 bool qt_amx_allowed(const qt_cpu_features *cpu, qt_isa active, const char *request);
 bool qt_amx_active(void);
 
+/* Whether Q8_0 batches on the avx2 set take the AVX2 tiles in the i16
+ * order (quant/tiles.h): env QLM_Q8_ORDER=i16, read once.  Off by
+ * default: any other order than llama.cpp's changes the rounding of the
+ * activations that the next layer quantizes, and greedy texts then leave
+ * llama.cpp's within a few dozen tokens. */
+bool qt_q8_i16_active(void);
+
 /* ---- the ISA files (built for their architecture only) ----------------- */
 
 #if defined(__x86_64__)

@@ -169,6 +169,19 @@ bool qt_amx_active(void) {
     return amx;
 }
 
+static bool q8_i16;
+static pthread_once_t q8_i16_once = PTHREAD_ONCE_INIT;
+
+static void choose_q8_i16(void) {
+    const char *order = getenv("QLM_Q8_ORDER");
+    q8_i16 = order && strcmp(order, "i16") == 0;
+}
+
+bool qt_q8_i16_active(void) {
+    pthread_once(&q8_i16_once, choose_q8_i16);
+    return q8_i16;
+}
+
 const char *qt_isa_name(void) {
     return qt_isa_kernels(qt_isa_active())->name;
 }

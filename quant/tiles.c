@@ -200,7 +200,7 @@ const qt_tiles *qt_tiles_for(qt_type type, int64_t rows, int n_cols)
 {
     if (n_cols < QT_TILE_MIN_COLS) return NULL;
 #if defined(__x86_64__)
-    if (qt_isa_active() == QT_ISA_AVX2) return qt_tiles_avx2(type);
+    if (qt_isa_active() == QT_ISA_AVX2) return qt_q8_i16_active() ? qt_tiles_avx2(type) : NULL;
     if (qt_isa_active() != QT_ISA_AVX512_VNNI) return NULL;
     if (qt_tiles_amx_applies(type, rows, n_cols)) return qt_tiles_amx(type);
     if (type == QT_Q8_0 || type == QT_Q5_0 || type == QT_Q4_1 || type == QT_Q5_1 ||

@@ -20,8 +20,10 @@
  *     acc = fma(float(sum of block b's 32 products), dx_b·dy_b, acc)
  * for b = 0, 1, ... from acc = 0, dx_b·dy_b one float product
  * (qt_tiles_i16_dot_ref).  Its outputs differ from vec_dot's by float
- * rounding only; llama.cpp has no such order, so Q8_0 prompts there are
- * not llama.cpp's bits (greedy texts are checked by make conformance).
+ * rounding only, but the next layer quantizes them to bytes, where that
+ * rounding moves some bytes by one step: SmolLM2 Q8_0's greedy texts
+ * leave llama.cpp's within 2-40 tokens (perplexity 0.05% apart), so it
+ * runs only where asked for (qt_q8_i16_active: QLM_Q8_ORDER=i16).
  *
  * Packed layouts (written by portable code in tiles.c; the kernels of
  * this CPU read them).  A tile holds QT_TILE_COLS columns, the last one
@@ -90,7 +92,8 @@ typedef struct qt_tiles {
 /* The tile kernels for a matmul with weights of `type`, `rows` rows and
  * n_cols columns on this CPU (QLM_ISA caps it), or NULL: then the
  * per-element path gives the same bits.  AVX512-VNNI has them for the
- * types below; AVX2 without VNNI for Q8_0, in the i16 order (above).
+ * types below; AVX2 without VNNI for Q8_0 in the i16 order (above), where
+ * QLM_Q8_ORDER=i16 asks for it.
  * Elsewhere, without vpdpbusd/vpdpwssd the packed unsigned bytes would
  * need 16-bit intermediates that saturate, and narrower registers halve
  * the lanes.

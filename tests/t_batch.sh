@@ -17,12 +17,6 @@ print(sum(x["id"] == y["id"] and x["text"] == y["text"] for x, y in zip(a, b)) i
 }
 "$BUILD/tests/test_model" --write-tiny "$tmp/tiny.gguf" || { echo "FAIL batch_setup: cannot write tiny model"; exit 1; }
 M="$tmp/tiny.gguf"
-# The checks of prompts sharing one prefill pass take Q4_1 weights, whose
-# batches keep each token's bits whatever the pass (vec_dot's order);
-# Q8_0's of 8 or more take the i16 order on AVX2 (quant/tiles.h), and qlm
-# batch then prefills each prompt in passes of its own.
-"$BUILD/tests/test_model" --write-tiny "$tmp/tiny41.gguf" llama q4_1 || { echo "FAIL batch_setup: cannot write tiny Q4_1 model"; exit 1; }
-M41="$tmp/tiny41.gguf"
 
 # 1 since attention gives bit-identical results for a sequence
 # whether or not other sequences' cells are interleaved with its own (the
@@ -162,26 +156,25 @@ if [ $ok = 0 ]; then pass batch_shared_prefix_same_results; else fail batch_shar
 # --- the same lines taking 5 slots at once: the first line's prompt is
 # computed alone, the other four wait for its prefix, then share it and
 # are computed together in one pass (2 passes in all), same texts ---
-$QLM batch -m "$M41" "$tmp/pre.jsonl" --temp 0 --parallel 1 >"$tmp/pre41.out" 2>/dev/null
-$QLM batch -m "$M41" "$tmp/pre.jsonl" --temp 0 --parallel 5 -v >"$tmp/pre5.out" 2>"$tmp/err"; rc=$?
+$QLM batch -m "$M" "$tmp/pre.jsonl" --temp 0 --parallel 5 -v >"$tmp/pre5.out" 2>"$tmp/err"; rc=$?
 if [ $rc = 0 ] && grep -q 'the rest in 2 passes;' "$tmp/err" && python3 -c '
 import json, sys
 a = [json.loads(l) for l in open(sys.argv[1])]; b = [json.loads(l) for l in open(sys.argv[2])]
 assert len(a) == len(b) == 5, (len(a), len(b))
 for x, y in zip(a, b):
-    assert x["text"] == y["text"] and x["tokens"] == y["tokens"], (x, y)' "$tmp/pre41.out" "$tmp/pre5.out" 2>"$tmp/py"
+    assert x["text"] == y["text"] and x["tokens"] == y["tokens"], (x, y)' "$tmp/pre.out" "$tmp/pre5.out" 2>"$tmp/py"
 then pass batch_shared_prefix_waits_then_group_prefill
 else fail batch_shared_prefix_waits_then_group_prefill "rc=$rc $(tail -1 "$tmp/py") $(tail -1 "$tmp/err")"; fi
 
 # --- greedy: a prompt alone, and in a batch of 8, and through qlm run ---
 gen "$tmp/eight.jsonl" 8 60
 # (the 8 prompts are computed in one pass: -v counts the passes)
-$QLM batch -m "$M41" "$tmp/eight.jsonl" --temp 0 --parallel 8 -v >"$tmp/b8.jsonl" 2>"$tmp/err"
+$QLM batch -m "$M" "$tmp/eight.jsonl" --temp 0 --parallel 8 -v >"$tmp/b8.jsonl" 2>"$tmp/err"
 ok=1; why=""
 grep -q 'the rest in 1 passes;' "$tmp/err" || { ok=0; why="not one prefill pass: $(tail -1 "$tmp/err")"; }
 for i in 1 4 8; do
     sed -n "${i}p" "$tmp/eight.jsonl" > "$tmp/one.jsonl"
-    $QLM batch -m "$M41" "$tmp/one.jsonl" --temp 0 --parallel 1 >"$tmp/b1.jsonl" 2>/dev/null
+    $QLM batch -m "$M" "$tmp/one.jsonl" --temp 0 --parallel 1 >"$tmp/b1.jsonl" 2>/dev/null
     python3 -c '
 import json, sys
 a = json.loads(open(sys.argv[1]).read())
@@ -196,7 +189,7 @@ elif [ $KV_BITEXACT = 1 ]; then fail batch_alone_equals_batch_of_8 "$why"
 else echo "XFAIL batch_alone_equals_batch_of_8: expected failure until attention is bit-exact across interleaved sequences (KV-cache work): $why"; fi
 
 p=$(sed -n 1p "$tmp/eight.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["prompt"])')
-$QLM run -m "$M41" -p "$p" -n 60 --temp 0 --json >"$tmp/run.json" 2>/dev/null
+$QLM run -m "$M" -p "$p" -n 60 --temp 0 --json >"$tmp/run.json" 2>/dev/null
 if python3 -c '
 import json, sys
 a = json.load(open(sys.argv[1])); b = json.loads(open(sys.argv[2]).readline())

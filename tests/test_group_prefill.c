@@ -109,7 +109,8 @@ static void check(const char *arch, qt_type type, int n_embd, int extra, bool ex
 
 int main(void)
 {
-    /* Q8_0 batches of 8 or more in the i16 order (AVX2, quant/tiles.h):
+    /* Q8_0 batches of 8 or more in the i16 order (AVX2 with
+     * QLM_Q8_ORDER=i16, quant/tiles.h; t_q8_order.sh runs this so):
      * the group's output rows (one per prompt, 8) and each prompt's one
      * row take different orders, so the pass sizes never share one */
     const qt_tiles *q8 = qt_tiles_for(QT_Q8_0, 1 << 20, QT_TILE_MIN_COLS);

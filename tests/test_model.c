@@ -588,18 +588,11 @@ static void check_shift(qlm_kv_type kvt, double tol)
 
 int main(int argc, char **argv)
 {
-    /* Shell tests borrow the generator: test_model --write-tiny PATH [ARCH [TYPE]] */
-    if (argc >= 3 && argc <= 5 && !strcmp(argv[1], "--write-tiny")) {
+    /* Shell tests borrow the generator: test_model --write-tiny PATH [ARCH] */
+    if ((argc == 3 || argc == 4) && !strcmp(argv[1], "--write-tiny")) {
         tiny_cfg cfg = tiny_default();
         cfg.wtype = QT_Q8_0;
-        if (argc >= 4) cfg.arch = argv[3];
-        if (argc == 5) {
-            int t = 0;
-            while (t < QT_COUNT && !(qt_get((qt_type)t) && qt_get((qt_type)t)->name && !strcmp(qt_get((qt_type)t)->name, argv[4])))
-                t++;
-            if (t == QT_COUNT) return 2;
-            cfg.wtype = (qt_type)t;
-        }
+        if (argc == 4) cfg.arch = argv[3];
         return tiny_write(argv[2], &cfg) ? 1 : 0;
     }
     check_against_reference("forward_f32_vs_reference", QT_F32, 0, 1e-4);
