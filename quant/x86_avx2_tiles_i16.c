@@ -2,7 +2,9 @@
  * columns on AVX2 without VNNI, in qlm's own order (quant/tiles.h:
  * "the i16 order"), rows in the lanes of int16 products.
  *
- * Compiled with -mavx2 -mfma -mf16c; reached through qt_tiles_for.
+ * Compiled with -mavx2 -mfma -mf16c; reached through qt_tiles_for where
+ * QLM_Q8_ORDER=i16 asks for it (quant/cpu.h: qt_q8_i16_active says why
+ * it is not the default).
  *
  * Why an order of its own: llama.cpp's (tinyBLAS's, vec_dot's) keeps 8
  * float lanes per output, one per 4 products of a block, so each block of
