@@ -94,13 +94,6 @@ typedef struct group {
     float s[MAX_BLOCKS][4] __attribute__((aligned(16)));
 } group;
 
-INLINE float half_at(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
-}
-
 /* Packs columns yc[0..TC) (the last repeated past nc); returns whether
  * any of them holds the byte -128 (checked for the signed kinds only). */
 static int pack_group(const kind_info *k, const uint8_t *const yc[TC], int nb, group *g)

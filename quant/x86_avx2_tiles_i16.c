@@ -42,6 +42,8 @@
 #include "tiles.h"
 
 #define INLINE static inline __attribute__((always_inline))
+#define QT_X86_DPBUSD "%{vex%} vpdpbusd %2, %1, %0"
+#include "x86_simd.h"
 
 enum {
     PR = 16,                        /* rows of a panel: two vectors of 8 lanes */
@@ -60,13 +62,6 @@ static size_t tile_bytes(int nb) { return (size_t)nb * (BLOCK_BYTES + QT_TILE_CO
 size_t qt_avx2_i16_pack_size(int n, int ncols)
 {
     return (size_t)((ncols + QT_TILE_COLS - 1) / QT_TILE_COLS) * tile_bytes(n / QT_QK8_0);
-}
-
-INLINE float half_at(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
 }
 
 void qt_avx2_i16_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
@@ -88,7 +83,7 @@ void qt_avx2_i16_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int
             const __m256i q = _mm256_loadu_si256((const __m256i *)blk->qs);
             _mm256_storeu_si256(dst, _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)));
             _mm256_storeu_si256(dst + 1, _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)));
-            d[b * QT_TILE_COLS + c] = half_at((const uint8_t *)blk);
+            d[b * QT_TILE_COLS + c] = half_at(blk);
         }
     }
 }
@@ -126,7 +121,7 @@ static void widen(const uint8_t *const rows[PR], int b0, int kb, uint8_t *wp, fl
                 const __m256i q = _mm256_loadu_si256((const __m256i *)blk->qs);
                 lo[i] = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q));
                 hi[i] = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1));
-                dx[b * PR + 8 * h + i] = half_at((const uint8_t *)blk);
+                dx[b * PR + 8 * h + i] = half_at(blk);
             }
             transpose8(lo, col);
             for (int j = 0; j < 8; j++) _mm256_store_si256((__m256i *)(dst + 64 * j + 32 * h), col[j]);

@@ -21,6 +21,13 @@ INLINE __m256i load256(const void *p) {
     return _mm256_loadu_si256((const __m256i *)p);
 }
 
+/* The f16 at p (any alignment) as a float; F16C's widening is exact. */
+INLINE float half_at(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
 /* ((0+4)+(2+6)) + ((1+5)+(3+7)): qt_hsum8's order, which is llama.cpp's. */
 INLINE float hsum_ps(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
