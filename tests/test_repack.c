@@ -551,15 +551,18 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
 #if defined(__x86_64__)
 /* Q4_1's x16 kernel against the reference vec_dot, bit for bit, over
  * random rows (quants at both ends, signed scales and mins), activations
- * at their extremes (-128 and 127 included), block counts 1 to 19 and
- * 1 to 4 columns; and the layout's rows read back as they were. */
+ * at their extremes (-128 and 127 included), block counts 1 to 70 and
+ * 1 to 20 columns (one column takes the layout straight; more share
+ * chunks of 32 split blocks, 16 columns at a time, whose accumulators
+ * carry over from chunk to chunk); and the layout's rows read back as
+ * they were. */
 static void test_x16_dot_q4_1(const char *name, qt_x16_dot_fn kernel) {
     char case_name[64];
     snprintf(case_name, sizeof case_name, "%s/x16_dot_q4_1_vs_ref", name);
     TEST_BEGIN(case_name);
-    const int nbs[] = {1, 2, 7, 19};
+    const int nbs[] = {1, 2, 7, 19, 32, 33, 70}, ncs[] = {1, 2, 3, 4, 17, 1, 20};
     for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++) {
-        const int n = nbs[i] * QT_QK4_1, nc = 1 + (int)i % 4;
+        const int n = nbs[i] * QT_QK4_1, nc = ncs[i];
         const size_t row = qt_row_size(QT_Q4_1, n), yrow = qt_row_size(QT_Q8_1, n);
         uint8_t *w = xmalloc(row * QT_X16_ROWS), *g = xmalloc(row * QT_X16_ROWS), *back = xmalloc(row);
         uint8_t *y = xmalloc(yrow * nc);
@@ -579,7 +582,7 @@ static void test_x16_dot_q4_1(const char *name, qt_x16_dot_fn kernel) {
             yb[0].qs[0] = -128, yb[0].qs[1] = 127; /* products a quantizer never makes still exact */
         }
         qt_x16_interleave(QT_Q4_1, n, w, row, g);
-        float out[4 * QT_X16_ROWS];
+        float out[20 * QT_X16_ROWS];
         kernel(n, out, QT_X16_ROWS, g, y, yrow, nc);
         for (int r = 0; r < QT_X16_ROWS; r++) {
             qt_x16_row(QT_Q4_1, n, g, r, back);
