@@ -239,9 +239,10 @@ INLINE void micro(int nb, const uint8_t *const xq[TR], size_t bs, const float *d
             : [xs] "r"(xs), [bs] "r"(bs), [pr] "r"(pr), [dyoff] "r"(dyoff)                                          \
             : "memory", "cc");                                                                                      \
         (void)aw;                                                                                                   \
-        const __m256 acc[TR][TC] = {{a00, a01, a02}, {a10, a11, a12}, {a20, a21, a22}, {a30, a31, a32}};            \
-        for (int r = 0; r < TR; r++)                                                                                \
-            for (int c = 0; c < TC; c++) s[(size_t)c * ldo + (size_t)r] = hsum_ps(acc[r][c]);                     \
+        /* the 4 rows of a column are adjacent in s */                                                              \
+        _mm_storeu_ps(s, hsum4_ps(a00, a10, a20, a30));                                                             \
+        _mm_storeu_ps(s + ldo, hsum4_ps(a01, a11, a21, a31));                                                       \
+        _mm_storeu_ps(s + 2 * ldo, hsum4_ps(a02, a12, a22, a32));                                                   \
     }
 MICRO_4X3(micro_4x3_s, ROW_S, "")
 /* the ones: all bits set, each int16 shifted down to 1 */
@@ -311,7 +312,8 @@ static void tiles(const kind kd, int n, float *s, size_t ldo, const void *vx, si
     /* an unpacked chunk: as many whole tiles as UNPACKED_BYTES hold, up
      * to CHUNK_ROWS (nb <= MAX_BLOCKS keeps it at TR or more) */
     const int fit = nb > 0 ? UNPACKED_BYTES / (nb * 32) / TR * TR : CHUNK_ROWS;
-    const int chunk = kd == KIND_Q8_0 || fit > CHUNK_ROWS ? CHUNK_ROWS : fit;
+    const int want = CHUNK_ROWS * (nb >= 64 ? 1 : nb >= 32 ? 2 : 4);
+    const int chunk = kd == KIND_Q8_0 || fit > want ? want : fit;
     if (nb > MAX_BLOCKS || nb < 1) {
         exact(n, s, ldo, vx, xs, nr, vy, ys, nc);
         return;
@@ -321,8 +323,8 @@ static void tiles(const kind kd, int n, float *s, size_t ldo, const void *vx, si
     _Static_assert(TC == 3, "add_min_terms's chains");
     const uint8_t *x = vx, *y = vy;
     /* dx[tile][b][r] (mx likewise): row 4·tile + r of the chunk, block b */
-    float dx[CHUNK_ROWS / TR][nb][TR] __attribute__((aligned(16)));
-    float mx[k->has_min ? CHUNK_ROWS / TR : 1][nb][TR] __attribute__((aligned(16)));
+    float dx[want / TR][nb][TR] __attribute__((aligned(16)));
+    float mx[k->has_min ? want / TR : 1][nb][TR] __attribute__((aligned(16)));
     uint8_t unpacked[kd == KIND_Q8_0 ? 1 : UNPACKED_BYTES] __attribute__((aligned(32)));
     /* the quants: row r of the chunk at q + r * rs, block b at + b * bs */
     const size_t rs = kd == KIND_Q8_0 ? xs : (size_t)nb * 32, bs = kd == KIND_Q8_0 ? k->wblk : 32;

@@ -36,6 +36,20 @@ INLINE float hsum_ps(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+/* hsum_ps of four vectors at once, bit for bit (each lane's additions
+ * are hsum_ps's, on the same operands): lane i of the result is
+ * hsum_ps of the i-th vector. */
+INLINE __m128 hsum4_ps(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m128 sa = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    const __m128 sb = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
+    const __m128 sc = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
+    const __m128 sd = _mm_add_ps(_mm256_castps256_ps128(d), _mm256_extractf128_ps(d, 1));
+    /* (x0 + x2, y0 + y2, x1 + x3, y1 + y3) for x, y = sa, sb and sc, sd */
+    const __m128 ab = _mm_add_ps(_mm_unpacklo_ps(sa, sb), _mm_unpackhi_ps(sa, sb));
+    const __m128 cd = _mm_add_ps(_mm_unpacklo_ps(sc, sd), _mm_unpackhi_ps(sc, sd));
+    return _mm_add_ps(_mm_movelh_ps(ab, cd), _mm_movehl_ps(cd, ab));
+}
+
 INLINE int hsum_epi32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));

@@ -332,16 +332,17 @@ static void test_quant_tile(qt_isa isa, const qtype *t) {
 }
 
 /* Many rows by a few columns at lengths that change how the AVX2 Q8_0
- * and Q5_0 tiles chunk their rows (Q5_0's unpacked chunk shrinks with the
- * length: 12 rows at 130 blocks, 4 at 512; past 512 blocks they hand the
- * work to the generic tile): every output against vec_dot, nothing
- * written past the tile. */
+ * and Q5_0 tiles chunk their rows (short rows take taller chunks: 128
+ * rows below 32 blocks, 64 below 64, Q5_0's no more than its unpacked
+ * chunk holds: 100 rows at 20 blocks, 48 at 40, 12 at 130, 4 at 512;
+ * past 512 blocks they hand the work to the generic tile): every output
+ * against vec_dot, nothing written past the tile. */
 static void test_quant_tile_tall(qt_isa isa, const qtype *t) {
     const qt_kernels *k = qt_isa_kernels(isa);
     if (!k->vec_dot_tile[t->w])
         return;
-    enum { ROWS = 41, COLS = 7 };
-    static const int nbs[] = {130, 512, 513};
+    enum { ROWS = 150, COLS = 7 };
+    static const int nbs[] = {20, 40, 130, 512, 513};
     char name[128];
     snprintf(name, sizeof name, "%s/vec_dot_tile_%s_%s/tall", set_names[isa], qt_get(t->w)->name,
              qt_get(t->a)->name);
