@@ -20,6 +20,7 @@ static size_t q8_tile_bytes(int nb, int with_s)
     return (size_t)nb * (QT_TILE_COLS * QT_QK8_0 + (1 + with_s) * QT_TILE_COLS * sizeof(float));
 }
 
+#if defined(__x86_64__) /* the packed sizes and the Q8_K packer serve the x86 sets only */
 static size_t q8_0_pack_size(int n, int ncols)
 {
     const int tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
@@ -31,6 +32,7 @@ static size_t q8_1_pack_size(int n, int ncols)
     const int tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
     return (size_t)tiles * q8_tile_bytes(n / QT_QK8_1, 1);
 }
+#endif
 
 /* Q8_0 or (with_s) Q8_1 rows: the blocks differ only in Q8_1's f16 s
  * between d and the quants. */
@@ -71,6 +73,7 @@ void qt_tiles_pack_q8_1_ref(int n, const void *y, size_t y_stride, int ncols, in
 
 /* ---- Q8_K (tiled K-quant order) ----------------------------------------- */
 
+#if defined(__x86_64__)
 #define Q8K_BLOCK_BYTES (QT_TILE_COLS * QT_QK_K + QT_TILE_COLS * QT_QK_K / 16 * sizeof(int16_t) + QT_TILE_COLS * sizeof(float))
 
 static size_t q8_K_pack_size(int n, int ncols)
@@ -100,6 +103,7 @@ static void q8_K_pack(int n, const void *y, size_t y_stride, int ncols, int tile
         }
     }
 }
+#endif
 
 /* ---- the i16 order ------------------------------------------------------ */
 

@@ -375,7 +375,7 @@ static void distribution_matches(const char *target_path, const char *close_path
     const bool ok = !qlm_model_load(&m, target_path, &err) && !qlm_model_load(&mc, close_path, &err)
                     && !qlm_model_load(&mb, bad_path, &err) && !qlm_model_load(&mh, half_path, &err);
     const long N = 4000;
-    long dr, ac;
+    long dr = 0, ac = 0;
     const int32_t prompt[] = {'t', 'h', 'e', ' ', 'c', 'a', 't'};
     const int np = (int)(sizeof prompt / sizeof prompt[0]);
 
