@@ -310,7 +310,9 @@ static void tiles(const kind kd, int n, float *s, size_t ldo, const void *vx, si
     const kind_info *k = &kinds[kd];
     const int nb = n / QT_QK8_0;
     /* an unpacked chunk: as many whole tiles as UNPACKED_BYTES hold, up
-     * to CHUNK_ROWS (nb <= MAX_BLOCKS keeps it at TR or more) */
+     * to `want` rows: CHUNK_ROWS, 2x or 4x for rows under 64 or 32
+     * blocks, whose column copies per chunk weigh more (nb <= MAX_BLOCKS
+     * keeps it at TR or more) */
     const int fit = nb > 0 ? UNPACKED_BYTES / (nb * 32) / TR * TR : CHUNK_ROWS;
     const int want = CHUNK_ROWS * (nb >= 64 ? 1 : nb >= 32 ? 2 : 4);
     const int chunk = kd == KIND_Q8_0 || fit > want ? want : fit;
