@@ -44,6 +44,7 @@ $(BUILD)/quant/x86_avx2_repack_k.o: ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx2_wide.o: ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx2_x16_q4_1.o: ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx2_f32.o: ISAFLAGS = -mavx2 -mfma -mf16c
+$(BUILD)/quant/x86_avx2_fgemm.o: ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx512_repack.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx512_x16_q4_1.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx512_repack_k.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "quant/cpu.h"
+#include "quant/fgemm.h"
 #include "quant/repack.h"
 #include "quant/tiled.h"
 #include "quant/tiles.h"
@@ -240,6 +241,19 @@ static int64_t tile_call_rows(const gl_tensor *w, int n_tokens)
     return TILE_ROWS * m;
 }
 
+/* Rows per call of the float kernel (a multiple of 4): a call reads its
+ * rows once per pass of columns (quant/x86_avx2_fgemm.c), from L2 while
+ * they fit, and each thread should get 8 calls or more to take as they
+ * come. */
+enum { FGEMM_MAX_ROWS = 32 };
+
+static int64_t fgemm_call_rows(const gl_tensor *w)
+{
+    int64_t rows = FGEMM_MAX_ROWS;
+    while (rows > 4 && w->ne[1] < rows * 8 * omp_get_max_threads()) rows /= 2;
+    return rows;
+}
+
 /* Weights that llama.cpp repacks go through gl_matmul_rows in 16-row
  * groups of the wide kernels, every token in the gemv order (which is
  * gl_matmul's order only where it takes no token in fours: gl_matmul_plain
@@ -338,7 +352,8 @@ static mm_order order_of(const gl_tensor *w, int n_tokens)
     if (tiles && tiles->i16_order) return ORDER_I16;
     if (qt_repack_applies(w->type, w->ne[1])) return ORDER_REPACKED;
     if (qt_tiled_applies(w->type, w->ne[1], n_tokens)) return ORDER_TILED;
-    if (qt_tinyblas_dot(w->type, w->ne[1], n_tokens)) return ORDER_TINYBLAS;
+    if (qt_tinyblas_dot(w->type, w->ne[1], n_tokens) || qt_fgemm_applies(w->type, w->ne[1], w->ne[0], n_tokens))
+        return ORDER_TINYBLAS;
     return ORDER_VEC_DOT;
 }
 
@@ -550,6 +565,17 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
                 row(w->type, (int)n_in, gl_row(w, r1 + (g - n16 - n8)), xq, xq_row, n_tokens, &y[r1 + (g - n16 - n8)],
                     (size_t)n_out);
         }
+        return 0;
+    }
+    /* Float weights with 2 or more tokens: tinyBLAS's order (quant/fgemm.h),
+     * in runs of rows that threads take as they come (fgemm_call_rows). */
+    if (!each && qt_fgemm_applies(w->type, n_out, n_in, n_tokens)) {
+        const qt_fgemm_fn fgemm = qt_fgemm();
+        const int64_t rows = fgemm_call_rows(w);
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t r = 0; r < n_out; r += rows)
+            fgemm(w->type, (int)n_in, gl_row(w, r), w->row_bytes, (int)(n_out - r < rows ? n_out - r : rows), xq,
+                  xq_row, n_tokens, &y[r], (size_t)n_out);
         return 0;
     }
     /* Rows outermost: each weight row is streamed once and reused across

@@ -191,13 +191,18 @@ static float *run_chunks(const qlm_model *m, int step, int n_batch)
 /* The default tiny model (f32 weights) written to a fresh file named from
  * the template in path (left there for the caller to unlink) and loaded;
  * NULL with err set if that fails. */
-static qlm_model *load_default_tiny(char *path, qlm_err *err)
+static qlm_model *load_tiny(char *path, const tiny_cfg *cfg, qlm_err *err)
 {
     close(mkstemp(path));
-    tiny_cfg cfg = tiny_default();
     qlm_model *m = NULL;
-    if (tiny_write(path, &cfg) || qlm_model_load(&m, path, err)) return NULL;
+    if (tiny_write(path, cfg) || qlm_model_load(&m, path, err)) return NULL;
     return m;
+}
+
+static qlm_model *load_default_tiny(char *path, qlm_err *err)
+{
+    const tiny_cfg cfg = tiny_default();
+    return load_tiny(path, &cfg, err);
 }
 
 /* Bit-for-bit promise that speculative verification relies on: a
@@ -433,7 +438,10 @@ static void check_batch_consistency(void)
  * token of every sequence (after a multi-token prompt per sequence in a
  * shared first batch), and checks every sequence's logits bit for bit
  * against decoding it alone: its cells interleave with the others', and
- * attention must not care. */
+ * attention must not care.  The projections are Q8_0, whose matmul order
+ * is vec_dot's at every batch size (f32 weights take tinyBLAS's order
+ * from 2 tokens on, as in llama.cpp, so a token's bits there depend on
+ * how many share its batch: quant/fgemm.h). */
 static void check_multi_seq_bit_exact(qlm_kv_type kvt)
 {
     char name[64];
@@ -441,7 +449,9 @@ static void check_multi_seq_bit_exact(qlm_kv_type kvt)
     TEST_BEGIN(name);
     char path[] = "/tmp/qlm-test-model-XXXXXX";
     qlm_err err = {0};
-    qlm_model *m = load_default_tiny(path, &err);
+    tiny_cfg cfg = tiny_default();
+    cfg.wtype = QT_Q8_0;
+    qlm_model *m = load_tiny(path, &cfg, &err);
     CHECK(m, "load: %s", err.msg);
     enum { NS = 3, NSTEP = 100, NCTX = 3 * 128 };
     const int np[NS] = {5, 1, 17}; /* prompt lengths */

@@ -1,0 +1,176 @@
+/* test_fgemm.c - float weights in tinyBLAS's 16-lane order (quant/fgemm.h).
+ *
+ * - The definition: a case where the order decides the result (a 16-lane
+ *   chain and reduce16 give 1 where a sequential float sum gives 0), and
+ *   random rows within float summation error of a double sum.
+ * - This CPU's kernel against qt_fgemm_dot bit for bit, for F32, F16 and
+ *   BF16, over row counts across its 64-row groups, row lengths across
+ *   its 2048-element chunks, column counts across its 3-column tiles (and
+ *   the 2- and 1-column remainders), with strides wider than a row.
+ * - gl_matmul: 2 or more tokens take the order, one token and
+ *   gl_matmul_each keep vec_dot's; rows not a multiple of 4 and lengths not
+ *   a multiple of 16 stay on vec_dot, as llama.cpp's tinyBLAS declines them. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ggml-lite/matmul.h"
+#include "quant/fgemm.h"
+#include "quant/fp16.h"
+#include "quant/types.h"
+#include "tests/test.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rng_next(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static float rng_float(void) { return (float)((int)(rng_next() % 20001) - 10000) * 1e-4f; }
+
+static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static size_t elem_size(qt_type type) { return type == QT_F32 ? 4 : 2; }
+
+/* n values of `type` at p: random, or v where v is given. */
+static void fill(qt_type type, void *p, int n, const float *v)
+{
+    for (int i = 0; i < n; i++) {
+        const float f = v ? v[i] : rng_float();
+        if (type == QT_F16) ((uint16_t *)p)[i] = qt_f32_to_f16(f);
+        else if (type == QT_BF16) ((uint16_t *)p)[i] = qt_f32_to_bf16(f);
+        else ((float *)p)[i] = f;
+    }
+}
+
+static double value(qt_type type, const void *p, int i)
+{
+    if (type == QT_F16) return qt_f16_to_f32(((const uint16_t *)p)[i]);
+    if (type == QT_BF16) return qt_bf16_to_f32(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+static const qt_type types[] = {QT_F32, QT_F16, QT_BF16};
+
+static void test_definition(void)
+{
+    TEST_BEGIN("fgemm/definition");
+    /* lanes 0, 1, 2 hold 1e8, 1, -1e8: reduce16 adds 1e8 and -1e8 first */
+    float w[32] = {0}, y[32] = {0};
+    w[0] = w[1] = w[2] = 1;
+    y[0] = 1e8f, y[1] = 1, y[2] = -1e8f;
+    CHECK(qt_fgemm_dot(QT_F32, 32, w, y) == 1.0f, "order case: %g, want 1", qt_fgemm_dot(QT_F32, 32, w, y));
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (int n = 16; n <= 4096; n *= 4) {
+            uint8_t x[4096 * 4], v[4096 * 4];
+            fill(types[t], x, n, NULL), fill(types[t], v, n, NULL);
+            double want = 0, mag = 0;
+            for (int i = 0; i < n; i++) {
+                want += value(types[t], x, i) * value(types[t], v, i);
+                mag += fabs(value(types[t], x, i) * value(types[t], v, i));
+            }
+            const double got = qt_fgemm_dot(types[t], n, x, v);
+            CHECK(fabs(got - want) <= (n / 16 + 8) * 1.2e-7 * mag, "%s n %d: %g, want %g", qt_get(types[t])->name, n,
+                  got, want);
+        }
+    CHECK(qt_fgemm_applies(QT_F16, 8, 32, 2) && !qt_fgemm_applies(QT_F16, 8, 32, 1) &&
+              !qt_fgemm_applies(QT_F16, 6, 32, 2) && !qt_fgemm_applies(QT_F16, 8, 40, 2) &&
+              !qt_fgemm_applies(QT_Q8_0, 8, 32, 2) && qt_fgemm_applies(QT_BF16, 4, 16, 9) &&
+              qt_fgemm_applies(QT_F32, 4, 16, 2),
+          "applies: F32/F16/BF16, rows %% 4, n %% 16, 2+ columns");
+    TEST_END();
+}
+
+/* kernel(rows x n weights, cols columns) against the definition. */
+static void check_kernel(qt_fgemm_fn kernel, qt_type type, int rows, int n, int cols)
+{
+    const size_t es = elem_size(type), w_stride = (size_t)n * es + 16 * es, y_stride = (size_t)n * es + 48 * es;
+    const size_t ldo = (size_t)rows + 3;
+    uint8_t *w = test_xmalloc(w_stride * rows), *y = test_xmalloc(y_stride * cols);
+    float *out = test_xmalloc(sizeof(float) * ldo * cols);
+    for (int r = 0; r < rows; r++) fill(type, w + r * w_stride, (int)(w_stride / es), NULL);
+    for (int c = 0; c < cols; c++) fill(type, y + c * y_stride, (int)(y_stride / es), NULL);
+    for (size_t i = 0; i < ldo * cols; i++) out[i] = -7.0f;
+    kernel(type, n, w, w_stride, rows, y, y_stride, cols, out, ldo);
+    for (int c = 0; c < cols; c++) {
+        for (int r = 0; r < rows; r++) {
+            const float want = qt_fgemm_dot(type, n, w + r * w_stride, y + c * y_stride), got = out[c * ldo + r];
+            CHECK(same_bits(got, want), "%s rows %d n %d cols %d: out[%d][%d] %a, want %a", qt_get(type)->name, rows,
+                  n, cols, c, r, got, want);
+        }
+        for (size_t r = rows; r < ldo; r++) CHECK(out[c * ldo + r] == -7.0f, "wrote past the rows at column %d", c);
+    }
+    free(w), free(y), free(out);
+}
+
+static void test_kernel(void)
+{
+    TEST_BEGIN("fgemm/kernel_vs_definition");
+    const qt_fgemm_fn kernel = qt_fgemm();
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        check_kernel(kernel, types[t], 4, 16, 1);
+        for (int cols = 1; cols <= 8; cols++) check_kernel(kernel, types[t], 4 * cols, 16 * (cols + 1), cols);
+        check_kernel(kernel, types[t], 68, 64, 7);      /* past a 64-row group */
+        check_kernel(kernel, types[t], 132, 32, 5);
+        check_kernel(kernel, types[t], 8, 64, 50);       /* past a 24-column pass */
+        check_kernel(kernel, types[t], 8, 2048 + 48, 4); /* past a column chunk */
+        check_kernel(kernel, types[t], 12, 3 * 2048, 3);
+    }
+    TEST_END();
+}
+
+static void test_matmul(void)
+{
+    TEST_BEGIN("fgemm/gl_matmul_orders");
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const qt_type type = types[t];
+        const int shapes[][2] = {{64, 40}, {72, 12}, {48, 10}}; /* n, rows: the last two stay on vec_dot */
+        for (int s = 0; s < 3; s++) {
+            const int n = shapes[s][0], rows = shapes[s][1];
+            const size_t row_bytes = qt_row_size(type, n);
+            uint8_t *w = test_xmalloc(row_bytes * rows);
+            fill(type, w, n * rows, NULL);
+            gl_tensor tensor = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
+            for (int ntok = 1; ntok <= 9; ntok += 4) {
+                float *x = test_xmalloc(sizeof(float) * n * ntok), *out = test_xmalloc(sizeof(float) * rows * ntok);
+                float *each = test_xmalloc(sizeof(float) * rows * ntok);
+                uint8_t *xr = test_xmalloc(row_bytes * ntok);
+                for (int i = 0; i < n * ntok; i++) x[i] = rng_float();
+                fill(type, xr, n * ntok, x);
+                void *scratch = test_xmalloc(gl_matmul_scratch(&tensor, ntok));
+                CHECK(gl_matmul(&tensor, x, out, ntok, scratch) == 0, "gl_matmul failed");
+                CHECK(gl_matmul_each(&tensor, x, each, ntok, scratch) == 0, "gl_matmul_each failed");
+                const int tiny = qt_fgemm_applies(type, rows, n, ntok);
+                CHECK(tiny == (s == 0 && ntok > 1), "%s n %d rows %d ntok %d: applies %d", qt_get(type)->name, n, rows,
+                      ntok, tiny);
+                for (int k = 0; k < ntok; k++)
+                    for (int r = 0; r < rows; r++) {
+                        float dot;
+                        qt_get(type)->vec_dot(n, &dot, w + r * row_bytes, xr + k * row_bytes);
+                        const float want = tiny ? qt_fgemm_dot(type, n, w + r * row_bytes, xr + k * row_bytes) : dot;
+                        CHECK(same_bits(out[k * rows + r], want), "%s ntok %d: [%d][%d] %a, want %a",
+                              qt_get(type)->name, ntok, k, r, out[k * rows + r], want);
+                        CHECK(same_bits(each[k * rows + r], dot), "%s each ntok %d: [%d][%d] %a, want %a",
+                              qt_get(type)->name, ntok, k, r, each[k * rows + r], dot);
+                    }
+                CHECK(gl_matmul_same_order(&tensor, 2, 9) && gl_matmul_same_order(&tensor, 1, 2) == (s != 0),
+                      "same_order %s shape %d", qt_get(type)->name, s);
+                free(x), free(out), free(each), free(xr), free(scratch);
+            }
+            free(w);
+        }
+    }
+    TEST_END();
+}
+
+int main(void)
+{
+    test_definition();
+    test_kernel();
+    test_matmul();
+    TEST_EXIT();
+}
