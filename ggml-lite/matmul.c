@@ -17,6 +17,9 @@ static uint8_t *wide_aux(void *scratch, size_t act_bytes)
     return (uint8_t *)(((uintptr_t)scratch + act_bytes + 63) & ~(uintptr_t)63);
 }
 
+/* Bytes the float kernel's activation rows are padded by (matmul). */
+enum { FGEMM_ROW_PAD = 64 };
+
 size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
 {
     const qt_traits *tr = qt_get(w->type);
@@ -27,6 +30,7 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
         bytes += 64 + wide->aux_bytes((int)w->ne[0], n_tokens);
     const qt_tiles *tiles = qt_tiles_for(w->type, w->ne[1], n_tokens);
     if (tiles) bytes += 64 + tiles->pack_size((int)w->ne[0], n_tokens);
+    if (qt_fgemm_applies(w->type, w->ne[1], w->ne[0], n_tokens)) bytes += (size_t)FGEMM_ROW_PAD * (size_t)n_tokens;
     return bytes;
 }
 
@@ -492,6 +496,21 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
         matmul_tiles_x(tiles, 1, &w, x, scratch, 0, &y, n_tokens);
         return 0;
     }
+    /* Float weights with 2 or more tokens: tinyBLAS's order (quant/fgemm.h),
+     * the activations rounded to the weight's type (F32: copied) into rows
+     * FGEMM_ROW_PAD bytes longer, off multiples of 4 KB; runs of rows that
+     * threads take as they come (fgemm_call_rows). */
+    if (!each && qt_fgemm_applies(w->type, n_out, n_in, n_tokens)) {
+        const size_t row = qt_row_size(tr->vec_dot_type, n_in) + FGEMM_ROW_PAD;
+        quantize_rows(act->quantize_act ? act->quantize_act : act->from_float, x, scratch, n_tokens, n_in, row);
+        const qt_fgemm_fn fgemm = qt_fgemm();
+        const int64_t rows = fgemm_call_rows(w);
+        #pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t r = 0; r < n_out; r += rows)
+            fgemm(w->type, (int)n_in, gl_row(w, r), w->row_bytes, (int)(n_out - r < rows ? n_out - r : rows), scratch,
+                  row, n_tokens, &y[r], (size_t)n_out);
+        return 0;
+    }
     const void *xq = x;
     size_t xq_row = (size_t)n_in * sizeof(float);
     if (tr->vec_dot_type != QT_F32) {
@@ -565,17 +584,6 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
                 row(w->type, (int)n_in, gl_row(w, r1 + (g - n16 - n8)), xq, xq_row, n_tokens, &y[r1 + (g - n16 - n8)],
                     (size_t)n_out);
         }
-        return 0;
-    }
-    /* Float weights with 2 or more tokens: tinyBLAS's order (quant/fgemm.h),
-     * in runs of rows that threads take as they come (fgemm_call_rows). */
-    if (!each && qt_fgemm_applies(w->type, n_out, n_in, n_tokens)) {
-        const qt_fgemm_fn fgemm = qt_fgemm();
-        const int64_t rows = fgemm_call_rows(w);
-        #pragma omp parallel for schedule(dynamic, 1)
-        for (int64_t r = 0; r < n_out; r += rows)
-            fgemm(w->type, (int)n_in, gl_row(w, r), w->row_bytes, (int)(n_out - r < rows ? n_out - r : rows), xq,
-                  xq_row, n_tokens, &y[r], (size_t)n_out);
         return 0;
     }
     /* Rows outermost: each weight row is streamed once and reused across
