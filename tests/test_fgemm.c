@@ -167,18 +167,22 @@ static void test_matmul(void)
     TEST_END();
 }
 
-/* This CPU's F16 row converter (the activations of F16 weights) against
- * qt_f32_to_f16 over a spread of bit patterns and the edges: NaNs (quiet
- * and signalling), infinities, overflow, half subnormals and their ties. */
-static void test_from_float_f16(void)
+/* This CPU's F16 and BF16 row converters (the activations of such
+ * weights) against qt_f32_to_f16 and qt_f32_to_bf16 over a spread of bit
+ * patterns and the edges: NaNs (quiet and signalling), infinities,
+ * overflow, half subnormals and their ties. */
+static void test_from_float(qt_type type)
 {
-    TEST_BEGIN("fgemm/from_float_f16_vs_reference");
+    char name[64];
+    snprintf(name, sizeof name, "fgemm/from_float_%s_vs_reference", qt_get(type)->name);
+    TEST_BEGIN(name);
     enum { N = 4096 };
     float x[N];
     uint16_t got[N];
     const uint32_t edges[] = {0x7f800000u, 0x7f800001u, 0x7fc00000u, 0x7fbfffffu, 0xffc01234u, 0x477ff000u,
                               0x477fefffu, 0x38800000u, 0x387fffffu, 0x33000000u, 0x33000001u, 0x32ffffffu,
-                              0x00000001u, 0x80000000u, 0x3f800000u, 0x3f801000u, 0x3f803000u, 0x7f7fffffu};
+                              0x00000001u, 0x80000000u, 0x3f800000u, 0x3f801000u, 0x3f803000u, 0x7f7fffffu,
+                              0x3f808000u, 0x3f818000u, 0x7f7f8000u, 0x7f7fffffu, 0xff800001u, 0x7fffffffu};
     int bad = 0;
     for (uint64_t base = 0; base < (1ull << 32) && !bad; base += (uint64_t)N * 3989) {
         for (int i = 0; i < N; i++) {
@@ -186,21 +190,24 @@ static void test_from_float_f16(void)
             if (i < (int)(sizeof edges / sizeof edges[0])) u = edges[i] ^ (base & 0x80000000u);
             memcpy(&x[i], &u, sizeof u);
         }
-        qt_get(QT_F16)->from_float(x, got, N - 3); /* a tail past the 8-wide steps */
-        for (int i = 0; i < N - 3 && !bad; i++)
-            if (got[i] != qt_f32_to_f16(x[i])) {
+        qt_get(type)->from_float(x, got, N - 3); /* a tail past the 8-wide steps */
+        for (int i = 0; i < N - 3 && !bad; i++) {
+            const uint16_t want = type == QT_F16 ? qt_f32_to_f16(x[i]) : qt_f32_to_bf16(x[i]);
+            if (got[i] != want) {
                 uint32_t u;
                 memcpy(&u, &x[i], sizeof u);
-                CHECK(0, "0x%08x: 0x%04x, want 0x%04x", u, got[i], qt_f32_to_f16(x[i]));
+                CHECK(0, "0x%08x: 0x%04x, want 0x%04x", u, got[i], want);
                 bad = 1;
             }
+        }
     }
     TEST_END();
 }
 
 int main(void)
 {
-    test_from_float_f16();
+    test_from_float(QT_F16);
+    test_from_float(QT_BF16);
     test_definition();
     test_kernel();
     test_matmul();
