@@ -112,6 +112,7 @@ static void test_kernel(void)
     TEST_BEGIN("fgemm/kernel_vs_definition");
     const qt_fgemm_fn kernel = qt_fgemm();
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        check_kernel(qt_fgemm_ref(), types[t], 8, 48, 5); /* the loop scalar builds take */
         check_kernel(kernel, types[t], 4, 16, 1);
         for (int cols = 1; cols <= 8; cols++) check_kernel(kernel, types[t], 4 * cols, 16 * (cols + 1), cols);
         check_kernel(kernel, types[t], 68, 64, 7);      /* past a 64-row group */
