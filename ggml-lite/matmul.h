@@ -4,7 +4,9 @@
  * activation type (Q4_0 weights take Q8_0 activations, ...), then each
  * output element is an integer-heavy dot product in the float order
  * llama.cpp's x86 build uses for that weight and batch size: vec_dot's, or
- * its repacked (quant/repack.h), tiled or tinyBLAS one (quant/tiled.h). */
+ * its repacked (quant/repack.h), tiled or tinyBLAS one (quant/tiled.h;
+ * F32, F16 and BF16 weights take activations rounded to their own type,
+ * and tinyBLAS's float order from 2 tokens on: quant/fgemm.h). */
 #ifndef QLM_GL_MATMUL_H
 #define QLM_GL_MATMUL_H
 
