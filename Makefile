@@ -54,6 +54,7 @@ $(BUILD)/quant/x86_avx2_tiles_i16.o: ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx2_kv.o:   ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx512_kv.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx512_tinyblas.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+$(BUILD)/quant/x86_avx512_fgemm.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx512_tiled.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_amx_k.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mamx-tile -mamx-int8 -mprfchw
 endif

@@ -47,6 +47,8 @@ qt_fgemm_fn qt_fgemm_ref(void);
 #if defined(__x86_64__)
 void qt_avx2_fgemm(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *y, size_t y_stride,
                    int ncols, float *out, size_t ldo);
+void qt_avx512_fgemm(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *y, size_t y_stride,
+                     int ncols, float *out, size_t ldo);
 #endif
 
 #endif

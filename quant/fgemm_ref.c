@@ -47,7 +47,9 @@ qt_fgemm_fn qt_fgemm_ref(void) { return ref_fgemm; }
 qt_fgemm_fn qt_fgemm(void)
 {
 #if defined(__x86_64__)
-    if (qt_isa_active() != QT_ISA_SCALAR) return qt_avx2_fgemm;
+    const qt_isa isa = qt_isa_active();
+    if (isa == QT_ISA_AVX512 || isa == QT_ISA_AVX512_VNNI) return qt_avx512_fgemm;
+    if (isa != QT_ISA_SCALAR) return qt_avx2_fgemm;
 #endif
     return ref_fgemm;
 }

@@ -1,10 +1,20 @@
 /* x86_avx512_exp.h - ggml_v_expf on 16 lanes (f32ops.h's exp16), for the
- * AVX-512 files that need it inside their loops: the reference is
- * f32ops.c's ref_expf, lane by lane. */
+ * AVX-512 files that need it inside their loops (the reference is
+ * f32ops.c's ref_expf, lane by lane), and qt_reduce16 on a register. */
 #ifndef QLM_QT_X86_AVX512_EXP_H
 #define QLM_QT_X86_AVX512_EXP_H
 
 #include <immintrin.h>
+
+/* qt_reduce16's tree (GCC's _mm512_reduce_add_ps, spelled out so the
+ * order is ours to keep) on one register. */
+static inline float qt_reduce16v16(__m512 a)
+{
+    const __m256 t = _mm256_add_ps(_mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(a));
+    const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
+    const __m128 v = _mm_add_ps(u, _mm_permute_ps(u, 0x4e));
+    return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 0x55)));
+}
 
 static inline __m512 qt_expv16(__m512 xv)
 {

@@ -10,14 +10,6 @@
 #include "x86_rms8.h"
 #include "x86_avx512_exp.h"
 
-/* GCC's _mm512_reduce_add_ps, spelled out so the order is ours to keep. */
-static inline float reduce16(__m512 a)
-{
-    const __m256 t = _mm256_add_ps(_mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(a));
-    const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
-    const __m128 v = _mm_add_ps(u, _mm_permute_ps(u, 0x4e));
-    return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 0x55)));
-}
 
 static float dot(int n, const float *x, const float *y)
 {
@@ -31,7 +23,7 @@ static float dot(int n, const float *x, const float *y)
     }
     s0 = _mm512_add_ps(s0, s2);
     s1 = _mm512_add_ps(s1, s3);
-    float sum = reduce16(_mm512_add_ps(s0, s1));
+    float sum = qt_reduce16v16(_mm512_add_ps(s0, s1));
     for (int e = np; e < n; e++) sum = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x[e]), _mm_set_ss(y[e]), _mm_set_ss(sum)));
     return sum;
 }
@@ -92,7 +84,7 @@ static void softmax(float *x, int n)
     for (int i = 0; i < n16; i += 16) {
         const __m512 e = qt_expv16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
         _mm512_storeu_ps(x + i, e);
-        sum += (double)reduce16(e);
+        sum += (double)qt_reduce16v16(e);
     }
     for (int i = n16; i < n; i++) {
         x[i] = expf(x[i] - max);

@@ -126,14 +126,6 @@ static void qk_i8_vnni(int n, int d, const int8_t *q, float qd, const int8_t *k,
 
 INLINE __mmask16 mask16(int w) { return (__mmask16)(w >= 16 ? 0xffff : (1u << w) - 1); }
 
-/* qt_reduce16's tree on one register. */
-INLINE float reduce16(__m512 a)
-{
-    const __m256 t = _mm256_add_ps(_mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(a));
-    const __m128 u = _mm_add_ps(_mm256_extractf128_ps(t, 1), _mm256_castps256_ps128(t));
-    const __m128 v = _mm_add_ps(u, _mm_permute_ps(u, 0x4e));
-    return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 0x55)));
-}
 
 /* Masked-off lanes load zeros, and fma(0, 0, acc) leaves acc as it is. */
 static void qk_f16(int n, int d, const float *q, float scale, const uint16_t *k, int64_t ldk,
@@ -147,7 +139,7 @@ static void qk_f16(int n, int d, const float *q, float scale, const uint16_t *k,
             acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + e),
                                   _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, kr + e)), acc);
         }
-        s[r] = reduce16(acc) * scale;
+        s[r] = qt_reduce16v16(acc) * scale;
     }
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ggml-lite/matmul.h"
+#include "quant/cpu.h"
 #include "quant/fgemm.h"
 #include "quant/fp16.h"
 #include "quant/types.h"
@@ -110,16 +111,28 @@ static void check_kernel(qt_fgemm_fn kernel, qt_type type, int rows, int n, int 
 static void test_kernel(void)
 {
     TEST_BEGIN("fgemm/kernel_vs_definition");
-    const qt_fgemm_fn kernel = qt_fgemm();
+    /* the kernel qt_fgemm picks here, and every other kernel this CPU runs */
+    qt_fgemm_fn kernels[3] = {qt_fgemm()};
+    int nk = 1;
+#if defined(__x86_64__)
+    const qt_fgemm_fn x86[] = {qt_avx2_fgemm, qt_avx512_fgemm};
+    const qt_isa levels[] = {QT_ISA_AVX2, QT_ISA_AVX512};
+    for (int i = 0; i < 2; i++)
+        if (qt_isa_supported(qt_cpu(), levels[i]) && x86[i] != kernels[0]) kernels[nk++] = x86[i];
+#endif
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         check_kernel(qt_fgemm_ref(), types[t], 8, 48, 5); /* the loop scalar builds take */
-        check_kernel(kernel, types[t], 4, 16, 1);
-        for (int cols = 1; cols <= 8; cols++) check_kernel(kernel, types[t], 4 * cols, 16 * (cols + 1), cols);
-        check_kernel(kernel, types[t], 68, 64, 7);      /* past a 64-row group */
-        check_kernel(kernel, types[t], 132, 32, 5);
-        check_kernel(kernel, types[t], 8, 64, 50);       /* past a 24-column pass */
-        check_kernel(kernel, types[t], 8, 2048 + 48, 4); /* past a column chunk */
-        check_kernel(kernel, types[t], 12, 3 * 2048, 3);
+        for (int k = 0; k < nk; k++) {
+            const qt_fgemm_fn kernel = kernels[k];
+            check_kernel(kernel, types[t], 4, 16, 1);
+            for (int cols = 1; cols <= 8; cols++) check_kernel(kernel, types[t], 4 * cols, 16 * (cols + 1), cols);
+            check_kernel(kernel, types[t], 68, 64, 7); /* past a 32-row pass */
+            check_kernel(kernel, types[t], 132, 32, 5);
+            check_kernel(kernel, types[t], 8, 64, 50);       /* past a 24-column pass */
+            check_kernel(kernel, types[t], 36, 784, 13);     /* past chunks, with a short one */
+            check_kernel(kernel, types[t], 8, 2048 + 48, 4); /* past a column chunk */
+            check_kernel(kernel, types[t], 12, 3 * 2048, 3);
+        }
     }
     TEST_END();
 }
