@@ -3,10 +3,12 @@
  * - The definition: a case where the order decides the result (a 16-lane
  *   chain and reduce16 give 1 where a sequential float sum gives 0), and
  *   random rows within float summation error of a double sum.
- * - This CPU's kernel against qt_fgemm_dot bit for bit, for F32, F16 and
- *   BF16, over row counts across its 64-row groups, row lengths across
- *   its 2048-element chunks, column counts across its 3-column tiles (and
- *   the 2- and 1-column remainders), with strides wider than a row.
+ * - Every kernel this CPU runs (AVX2, AVX-512) against qt_fgemm_dot bit
+ *   for bit, for F32, F16 and BF16, over row counts across their 32-row
+ *   passes, row lengths across their 768- and 1024-element chunks (short
+ *   last chunks too), column counts across their 3- and 6-column tiles
+ *   and passes (and every shorter remainder), with strides wider than a
+ *   row.
  * - gl_matmul: 2 or more tokens take the order, one token and
  *   gl_matmul_each keep vec_dot's; rows not a multiple of 4 and lengths not
  *   a multiple of 16 stay on vec_dot, as llama.cpp's tinyBLAS declines them. */
