@@ -130,24 +130,9 @@ INLINE void pass(const int type, int n, const uint8_t *w, size_t w_stride, int n
                     out[(size_t)(RN * c + j) * ldo + (size_t)(RM * t + r)] =
                         qt_reduce16v8(acc[t][c][r * RN + j], acc[t][c][(RM + r) * RN + j]);
 }
-/* Passes over the call's rows and columns. */
-INLINE void run(const int type, int n, const uint8_t *w, size_t w_stride, int nrows, const uint8_t *y,
-                size_t y_stride, int ncols, float *out, size_t ldo)
-{
-    for (int r0 = 0; r0 < nrows; r0 += MAX_ROWS)
-        for (int c0 = 0; c0 < ncols; c0 += MAX_COLS)
-            pass(type, n, w + (size_t)r0 * w_stride, w_stride, nrows - r0 < MAX_ROWS ? nrows - r0 : MAX_ROWS,
-                 y + (size_t)c0 * y_stride, y_stride, ncols - c0 < MAX_COLS ? ncols - c0 : MAX_COLS,
-                 out + (size_t)c0 * ldo + r0, ldo);
-}
-void qt_avx2_fgemm(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *y, size_t y_stride,
-                   int ncols, float *out, size_t ldo)
-{
-    switch (type) {
-    case QT_F16: run(QT_F16, n, w, w_stride, nrows, y, y_stride, ncols, out, ldo); break;
-    case QT_BF16: run(QT_BF16, n, w, w_stride, nrows, y, y_stride, ncols, out, ldo); break;
-    default: run(QT_F32, n, w, w_stride, nrows, y, y_stride, ncols, out, ldo); break;
-    }
-}
+#define PASS_ROWS MAX_ROWS
+#define PASS_COLS MAX_COLS
+#define FGEMM_ENTRY qt_avx2_fgemm
+#include "x86_fgemm_entry.inc"
 
 #endif
