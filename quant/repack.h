@@ -125,10 +125,13 @@ typedef struct qt_rp_wide {
  * x16 layout (qt_x16_dot, below): the group's rows 0-7, then rows 8-15,
  * each half its blocks in turn, QT_X16_Q4_1_BLOCK bytes a block: four
  * 32-byte chunks (chunk k: bytes 4k..4k+3 of qs[] of the half's rows,
- * row r's at 4 r), then the 8 rows' d, then their m (f16 each).
+ * row r's at 4 r), then the 8 rows' d, then their m (f16 each).  Q5_0
+ * likewise (QT_X16_Q5_0_BLOCK bytes a block): the four chunks, then the 8
+ * rows' qh (4 bytes each), then their d.
  * The layout changes where bytes are, never a result. */
 #define QT_X16_ROWS 16
 #define QT_X16_Q4_1_BLOCK (8 * 20)
+#define QT_X16_Q5_0_BLOCK (8 * 22)
 /* Where block b's quant bytes and scales sit in a group of nb blocks. */
 static inline size_t qt_x16_quants(int b) { return (size_t)(b / 2) * 576 + (size_t)(b % 2) * 256; }
 static inline size_t qt_x16_scales(int b, int nb)
@@ -173,7 +176,7 @@ void qt_rp_prep_none(int n, int col, int ncols, void *aux, const void *y);
 
 /* Whether this type has the x16 layout and this CPU a kernel for it. */
 bool qt_x16_available(qt_type type);
-/* For a type whose x16 layout keeps vec_dot's order (Q4_1): s[c * ldo + r]
+/* For a type whose x16 layout keeps vec_dot's order (Q4_1, Q5_0): s[c * ldo + r]
  * = vec_dot(row r of the group, column c) for r < 16, c < nc, bit for bit;
  * column c at y + c * y_stride. */
 typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
@@ -181,7 +184,8 @@ typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, co
  * weights keep their rows).  The AVX2 levels have one (Zen 2: SmolLM2
  * pp512 and tg128 1.2x; a Sapphire Rapids capped at AVX2-VNNI: a 1.1B
  * shape's pp512 1.1-1.3x, tg64 within its noise), and the AVX-512 levels
- * one of 16 rows per vector (that Sapphire Rapids: tg64 1.25-1.57x).  At
+ * one of 16 rows per vector (that Sapphire Rapids: tg64 1.25-1.57x); Q5_0
+ * has the AVX-512 ones only (a Xeon, 1.1B shape: tg64 1.21-1.24x).  At
  * AVX-512 VNNI, batches of QT_TILE_MIN_COLS or more columns still take
  * the tile kernels, which take them with fewer operations a product and
  * read the groups as they are (tiles.h: kernel_x16). */
@@ -219,9 +223,13 @@ extern const qt_repack_ops qt_repack_avx2;
 /* Q4_1's x16 kernels, without and with AVX-VNNI (x86_avx2_x16_q4_1.c). */
 void qt_avx2_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx2_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
-/* The same with AVX-512, without and with VNNI (x86_avx512_x16_q4_1.c). */
+/* The same with AVX-512, without and with VNNI (x86_avx512_x16_dot.c). */
 void qt_avx512_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc);
+/* Q5_0's, AVX-512 only (x86_avx512_x16_dot.c). */
+void qt_avx512_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
+void qt_avx512_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
                                  int nc);
 /* The wide kernels by weight type, without and with AVX512-VNNI. */
 extern const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT];

@@ -149,7 +149,8 @@ void qt_tiles_i16_dot_ref(int n, const void *w, size_t w_stride, int nr, const v
 const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
 {
     static const qt_tiles q8_0 = {.pack_size = q8_0_pack_size, .pack = qt_avx512_vnni_tb_pack_q8_0,
-                                   .kernel = qt_avx512_vnni_tb_q8_0, .pack_f32 = qt_avx512_vnni_tb_pack_q8_0_f32};
+                                   .kernel = qt_avx512_vnni_tb_q8_0, .kernel_x16 = qt_avx512_vnni_tb_x16,
+                                   .pack_f32 = qt_avx512_vnni_tb_pack_q8_0_f32};
     /* Passes of 256 columns: each weight block is decoded once per pass,
      * and at 128 columns decoding took ~27% of the kernel (Q6_K, Zen 5,
      * n = 2048; 256: 1.08x, Q3_K 1.13x, 1 thread, same bits).  Inputs
@@ -159,7 +160,7 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
      * 1.05-1.10x and 18944-wide 1.07-1.09x (512 columns for all: 0.95x
      * in stop 27). */
     static const qt_tiles q8_1 = {.pack_size = q8_1_pack_size, .pack = qt_avx512_vnni_tb_pack_q8_1,
-                                   .kernel = qt_avx512_vnni_tb_q8_0, .kernel_x16 = qt_avx512_vnni_tb_q4_1_x16};
+                                   .kernel = qt_avx512_vnni_tb_q8_0, .kernel_x16 = qt_avx512_vnni_tb_x16};
     static const qt_tiles k = {.pack_size = q8_K_pack_size, .pack = q8_K_pack, .kernel = qt_avx512_vnni_tiled,
                                .pass_cols = 256};
     switch (type) {

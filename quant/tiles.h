@@ -141,8 +141,9 @@ void qt_tiles_pack_q8_1_ref(int n, const void *y, size_t y_stride, int ncols, in
 const qt_tiles *qt_tiles_avx512_vnni(qt_type type);
 void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                             int ncols, float *out, size_t out_stride);
-void qt_avx512_vnni_tb_q4_1_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                                int ncols, float *out, size_t out_stride);
+/* The same from the x16 layout (Q4_1, Q5_0). */
+void qt_avx512_vnni_tb_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                           int ncols, float *out, size_t out_stride);
 void qt_avx512_vnni_tb_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tb_pack_q8_1(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tb_pack_q8_0_f32(int n, const float *x, int ncols, int tile, void *packed);

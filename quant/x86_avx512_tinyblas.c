@@ -215,6 +215,23 @@ static void decode_q4_1(const qt_block_q4_1 *x, int bn, qt_block_q8_0 *out, floa
     }
 }
 
+/* decode_q5_0 from the x16 layout (repack.h): half points at the first
+ * block of the half that holds the row, lane is the row's place in it. */
+static void decode_q5_0_x16(const uint8_t *half, int lane, int bn, qt_block_q8_0 *out)
+{
+    for (int b = 0; b < bn; b++) {
+        const uint8_t *p = half + (size_t)b * QT_X16_Q5_0_BLOCK, *q = p + 4 * lane;
+        const __m128i q01 = _mm_unpacklo_epi32(_mm_loadu_si32(q), _mm_loadu_si32(q + 32));
+        const __m128i q23 = _mm_unpacklo_epi32(_mm_loadu_si32(q + 64), _mm_loadu_si32(q + 96));
+        const __m256i v = nibbles_of(_mm_unpacklo_epi64(q01, q23));
+        uint32_t h;
+        memcpy(&h, p + 128 + 4 * lane, sizeof h);
+        const __m256i v5 = _mm256_mask_add_epi8(v, (__mmask32)h, v, _mm256_set1_epi8(16));
+        _mm256_storeu_si256((__m256i *)out[b].qs, _mm256_sub_epi8(v5, _mm256_set1_epi8(16)));
+        memcpy(&out[b].d, p + 160 + 2 * lane, sizeof out[b].d);
+    }
+}
+
 /* decode_q4_1 from the x16 layout (repack.h): half points at the first
  * block of the half that holds the row, lane is the row's place in it. */
 static void decode_q4_1_x16(const uint8_t *half, int lane, int bn, qt_block_q8_0 *out, float *m)
@@ -270,14 +287,15 @@ INLINE __m512 hsum8_lanes(const __m512 a[8])
     return _mm512_add_ps(lo, hi);
 }
 
-/* Where row r's blocks start (*lane 0), or with x16 (Q4_1 only) the
- * first block of the half of a group that holds it, at lane *lane. */
-INLINE const uint8_t *row_blocks(const void *w, size_t w_stride, int nb, int r, int *lane, const int x16)
+/* Where row r's blocks start (*lane 0), or with x16 (Q4_1, Q5_0: half
+ * blocks of hb bytes) the first block of the half of a group that holds
+ * it, at lane *lane. */
+INLINE const uint8_t *row_blocks(const void *w, size_t w_stride, int nb, int r, int *lane, const int x16, size_t hb)
 {
     *lane = x16 ? r % 8 : 0;
     if (!x16) return (const uint8_t *)w + (size_t)r * w_stride;
     return (const uint8_t *)w + (size_t)(r / QT_X16_ROWS) * QT_X16_ROWS * w_stride +
-           (size_t)(r % QT_X16_ROWS / 8) * nb * QT_X16_Q4_1_BLOCK;
+           (size_t)(r % QT_X16_ROWS / 8) * nb * hb;
 }
 
 INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
@@ -286,7 +304,7 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
     /* q41: the types with an m (Q4_1, Q5_1); else Q8_0 */
     const int q5 = type == QT_Q5_0, q41 = type == QT_Q4_1 || type == QT_Q5_1, decoded = q5 || q41;
     /* bytes from a row's block to its next (x16: the half's next) */
-    const size_t xs = x16 ? QT_X16_Q4_1_BLOCK : qt_get(type)->type_size;
+    const size_t xs = !x16 ? qt_get(type)->type_size : q5 ? QT_X16_Q5_0_BLOCK : QT_X16_Q4_1_BLOCK;
     const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
     const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
     const size_t tile_bytes = tile_qs + (size_t)(1 + q41) * nb * QT_TILE_COLS * sizeof(float);
@@ -314,7 +332,7 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
             const int nr = nrows - r < NR ? nrows - r : NR;
             const uint8_t *x[NR];
             int lane[NR];
-            for (int i = 0; i < NR; i++) x[i] = row_blocks(w, w_stride, nb, r + i % nr, &lane[i], x16);
+            for (int i = 0; i < NR; i++) x[i] = row_blocks(w, w_stride, nb, r + i % nr, &lane[i], x16, xs);
             for (int b0 = 0; b0 < nb; b0 += CHUNK) {
                 const int bn = nb - b0 < CHUNK ? nb - b0 : CHUNK;
                 const qt_block_q8_0 *xc[NR];
@@ -326,11 +344,13 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
                 if (r + NR < nrows)
                     for (int i = 0; i < NR; i++) {
                         int l;
-                        pf[i] = row_blocks(w, w_stride, nb, r + NR + i % (nrows - r - NR), &l, x16) + (size_t)b0 * xs;
+                        pf[i] = row_blocks(w, w_stride, nb, r + NR + i % (nrows - r - NR), &l, x16, xs) +
+                                (size_t)b0 * xs;
                     }
                 for (int i = 0; i < nr; i++) {
-                    if (q5) decode_q5_0((const qt_block_q5_0 *)x[i] + b0, bn, dec[i]);
-                    if (x16) decode_q4_1_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i], mx[i]);
+                    if (q5 && x16) decode_q5_0_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i]);
+                    else if (q5) decode_q5_0((const qt_block_q5_0 *)x[i] + b0, bn, dec[i]);
+                    if (x16 && !q5) decode_q4_1_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i], mx[i]);
                     else if (type == QT_Q4_1) decode_q4_1((const qt_block_q4_1 *)x[i] + b0, bn, dec[i], mx[i]);
                     if (type == QT_Q5_1) decode_q5_1((const qt_block_q5_1 *)x[i] + b0, bn, dec[i], mx[i]);
                     row_consts_fill(xc[i], bn, &k[i]);
@@ -364,14 +384,16 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
     tb_kernel(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 0);
 }
 
-/* Q4_1 from the x16 layout: the rows' blocks decoded from their lanes
- * (4 dwords a block instead of one 16-byte load, once per pass), then the
- * same work and bits as from rows. */
-void qt_avx512_vnni_tb_q4_1_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                                int ncols, float *out, size_t out_stride)
+/* Q4_1 and Q5_0 from the x16 layout: the rows' blocks decoded from their
+ * lanes (4 dwords a block instead of one 16-byte load, once per pass),
+ * then the same work and bits as from rows. */
+void qt_avx512_vnni_tb_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                           int ncols, float *out, size_t out_stride)
 {
-    (void)type;
-    tb_kernel(QT_Q4_1, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+    if (type == QT_Q5_0)
+        tb_kernel(QT_Q5_0, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+    else
+        tb_kernel(QT_Q4_1, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
 }
 
 /* tiles.c's Q8_0 (or, with_s, Q8_1) layout, 16 columns at a time: one

@@ -549,47 +549,57 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
 }
 
 #if defined(__x86_64__)
-/* Q4_1's x16 kernel against the reference vec_dot, bit for bit, over
- * random rows (quants at both ends, signed scales and mins), activations
- * at their extremes (-128 and 127 included), block counts 1 to 70 and
- * 1 to 20 columns (one column takes the layout straight; more share
- * chunks of 32 split blocks, 16 columns at a time, whose accumulators
- * carry over from chunk to chunk); and the layout's rows read back as
- * they were. */
-static void test_x16_dot_q4_1(const char *name, qt_x16_dot_fn kernel) {
+/* An x16 kernel of vec_dot's order (Q4_1, Q5_0) against the reference
+ * vec_dot, bit for bit, over random rows (quants and high bits at both
+ * ends, signed scales and mins), activations at their extremes (-128 and
+ * 127 included), block counts 1 to 70 and 1 to 20 columns (one column
+ * takes the layout straight; more share chunks of 32 split blocks, 16
+ * columns at a time, whose accumulators carry over from chunk to chunk);
+ * and the layout's rows read back as they were. */
+static void test_x16_dot(const char *name, qt_type type, qt_x16_dot_fn kernel) {
     char case_name[64];
-    snprintf(case_name, sizeof case_name, "%s/x16_dot_q4_1_vs_ref", name);
+    snprintf(case_name, sizeof case_name, "%s/x16_dot_%s_vs_ref", name, qt_get(type)->name);
     TEST_BEGIN(case_name);
+    const qt_type yt = qt_get(type)->vec_dot_type;
     const int nbs[] = {1, 2, 7, 19, 32, 33, 70}, ncs[] = {1, 2, 3, 4, 17, 1, 20};
     for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++) {
-        const int n = nbs[i] * QT_QK4_1, nc = ncs[i];
-        const size_t row = qt_row_size(QT_Q4_1, n), yrow = qt_row_size(QT_Q8_1, n);
+        const int n = nbs[i] * 32, nc = ncs[i];
+        const size_t row = qt_row_size(type, n), yrow = qt_row_size(yt, n);
         uint8_t *w = xmalloc(row * QT_X16_ROWS), *g = xmalloc(row * QT_X16_ROWS), *back = xmalloc(row);
         uint8_t *y = xmalloc(yrow * nc);
         for (size_t j = 0; j < row * QT_X16_ROWS; j++) w[j] = (uint8_t)rng_next();
         for (int r = 0; r < QT_X16_ROWS; r++) /* finite scales and mins of either sign */
             for (int b = 0; b < nbs[i]; b++) {
-                qt_block_q4_1 *x = (qt_block_q4_1 *)(w + r * row) + b;
-                x->d = qt_f32_to_f16((float)rng_normal() * 0.01f);
-                x->m = qt_f32_to_f16((float)rng_normal() * 0.1f);
+                if (type == QT_Q4_1) {
+                    qt_block_q4_1 *x = (qt_block_q4_1 *)(w + r * row) + b;
+                    x->d = qt_f32_to_f16((float)rng_normal() * 0.01f);
+                    x->m = qt_f32_to_f16((float)rng_normal() * 0.1f);
+                } else {
+                    qt_block_q5_0 *x = (qt_block_q5_0 *)(w + r * row) + b;
+                    x->d = qt_f32_to_f16((float)rng_normal() * 0.01f);
+                    if (b == 0 && r < 2) { /* quants -16 and 15 throughout */
+                        memset(x->qs, r ? 0xff : 0x00, sizeof x->qs);
+                        memset(x->qh, r ? 0xff : 0x00, sizeof x->qh);
+                    }
+                }
             }
         float *f = xmalloc(sizeof(float) * n);
         for (int c = 0; c < nc; c++) {
             for (int j = 0; j < n; j++) f[j] = (float)rng_normal();
             f[rng_below(n)] = -50.0f; /* that block's amax: its quant is -127 */
-            qt_get(QT_Q8_1)->quantize_act(f, y + c * yrow, n);
-            qt_block_q8_1 *yb = (qt_block_q8_1 *)(y + c * yrow);
-            yb[0].qs[0] = -128, yb[0].qs[1] = 127; /* products a quantizer never makes still exact */
+            qt_get(yt)->quantize_act(f, y + c * yrow, n);
+            int8_t *qs = yt == QT_Q8_1 ? ((qt_block_q8_1 *)(y + c * yrow))[0].qs : ((qt_block_q8_0 *)(y + c * yrow))[0].qs;
+            qs[0] = -128, qs[1] = 127; /* products a quantizer never makes still exact */
         }
-        qt_x16_interleave(QT_Q4_1, n, w, row, g);
+        qt_x16_interleave(type, n, w, row, g);
         float out[20 * QT_X16_ROWS];
         kernel(n, out, QT_X16_ROWS, g, y, yrow, nc);
         for (int r = 0; r < QT_X16_ROWS; r++) {
-            qt_x16_row(QT_Q4_1, n, g, r, back);
+            qt_x16_row(type, n, g, r, back);
             CHECK(!memcmp(back, w + r * row, row), "nb=%d: row %d reads back differently", nbs[i], r);
             for (int c = 0; c < nc; c++) {
                 float want;
-                qt_vec_dot_q4_1_q8_1(n, &want, w + r * row, y + c * yrow);
+                qt_get(type)->vec_dot(n, &want, w + r * row, y + c * yrow);
                 CHECK(same_bits(want, out[c * QT_X16_ROWS + r]), "nb=%d col %d row %d: ref %a, kernel %a", nbs[i], c,
                       r, want, out[c * QT_X16_ROWS + r]);
             }
@@ -602,15 +612,18 @@ static void test_x16_dot_q4_1(const char *name, qt_x16_dot_fn kernel) {
 
 int main(void) {
 #if defined(__x86_64__)
-    const struct { const char *name; qt_isa isa; qt_x16_dot_fn fn; } x16[] = {
-        {"avx2", QT_ISA_AVX2, qt_avx2_x16_dot_q4_1}, {"avx2-vnni", QT_ISA_AVX2_VNNI, qt_avx2_vnni_x16_dot_q4_1},
-        {"avx512", QT_ISA_AVX512, qt_avx512_x16_dot_q4_1},
-        {"avx512-vnni", QT_ISA_AVX512_VNNI, qt_avx512_vnni_x16_dot_q4_1}};
+    const struct { const char *name; qt_isa isa; qt_type type; qt_x16_dot_fn fn; } x16[] = {
+        {"avx2", QT_ISA_AVX2, QT_Q4_1, qt_avx2_x16_dot_q4_1},
+        {"avx2-vnni", QT_ISA_AVX2_VNNI, QT_Q4_1, qt_avx2_vnni_x16_dot_q4_1},
+        {"avx512", QT_ISA_AVX512, QT_Q4_1, qt_avx512_x16_dot_q4_1},
+        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q4_1, qt_avx512_vnni_x16_dot_q4_1},
+        {"avx512", QT_ISA_AVX512, QT_Q5_0, qt_avx512_x16_dot_q5_0},
+        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q5_0, qt_avx512_vnni_x16_dot_q5_0}};
     for (size_t j = 0; j < sizeof x16 / sizeof x16[0]; j++) {
         if (qt_isa_supported(qt_cpu(), x16[j].isa))
-            test_x16_dot_q4_1(x16[j].name, x16[j].fn);
+            test_x16_dot(x16[j].name, x16[j].type, x16[j].fn);
         else
-            printf("SKIP %s/x16_dot_q4_1_vs_ref: CPU lacks it\n", x16[j].name);
+            printf("SKIP %s/x16_dot_%s_vs_ref: CPU lacks it\n", x16[j].name, qt_get(x16[j].type)->name);
     }
 #endif
     const qt_type repacked[] = {QT_Q4_0, QT_Q4_K, QT_Q2_K, QT_IQ4_NL};
@@ -666,6 +679,9 @@ int main(void) {
     test_x16_matmul(QT_Q4_1, 40, 7 * 32, 9); /* an odd block count, rows past the last group */
     test_x16_matmul(QT_Q4_1, 64, 576, 20);
     test_x16_matmul(QT_Q4_1, 56, 3 * 32, 12); /* with tiles, a run of rows in groups and past them */
+    test_x16_matmul(QT_Q5_0, 40, 7 * 32, 9);
+    test_x16_matmul(QT_Q5_0, 64, 576, 20);
+    test_x16_matmul(QT_Q5_0, 56, 3 * 32, 12);
     test_rows_wide(QT_Q4_K, 48, 2 * QT_QK_K, 5);
     test_rows_wide(QT_Q2_K, 32, 3 * QT_QK_K, 5);
     test_matmul_routing(QT_Q4_0, 24, 9);

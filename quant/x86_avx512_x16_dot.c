@@ -124,4 +124,110 @@ void qt_avx512_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group,
     dot_q4_1(n, s, ldo, group, y, y_stride, nc, 1);
 }
 
+/* Q5_0: vector k lane r holds the unsigned 5-bit values u = nibble +
+ * 16 * high bit of row r's group (elements 4k..4k+3, or 16+4k.. for the
+ * high nibbles), which vec_dot's signed q = u - 16 gives as
+ * sum(q y) = sum(u y) - 16 sum(y), exact in int32 either way: the
+ * accumulator starts from -16 sum(y) of the column's group (a dword per
+ * group, made once per block and column for all 16 rows).  A group's high
+ * bits come from each lane's qh dword: its byte j copied to the dword's 4
+ * bytes (one shuffle per j, vpshufb's index stays in the 128-bit lane),
+ * then tested against bit i of byte i (elements 8j..8j+3) or bit 4 + i
+ * (8j+4..8j+7), and 16 added where set. */
+INLINE void cols_q5_0(int nb, float *s, size_t ldo, const uint8_t *h0, const uint8_t *h1, const qt_block_q8_0 *const *y,
+                      const int ncol, const int vnni)
+{
+    __m512 acc[2][8];
+#pragma GCC unroll 2
+    for (int c = 0; c < ncol; c++)
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) acc[c][k] = _mm512_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
+    const __m512i bits_lo = _mm512_set1_epi32(0x08040201), bits_hi = _mm512_set1_epi32((int)0x80402010u);
+    _Alignas(32) int32_t corr[2][8];
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *p0 = h0 + (size_t)b * QT_X16_Q5_0_BLOCK, *p1 = h1 + (size_t)b * QT_X16_Q5_0_BLOCK;
+        /* 1 KB ahead in each half, each line once (a block is 2.75 lines) */
+        _mm_prefetch((const char *)p0 + 1024, _MM_HINT_T0);
+        _mm_prefetch((const char *)p0 + 1024 + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)p1 + 1024, _MM_HINT_T0);
+        _mm_prefetch((const char *)p1 + 1024 + 64, _MM_HINT_T0);
+        if (b % 4 != 3) {
+            _mm_prefetch((const char *)p0 + 1024 + 128, _MM_HINT_T0);
+            _mm_prefetch((const char *)p1 + 1024 + 128, _MM_HINT_T0);
+        }
+        const __m512 dx = both_f16(p0 + 160, p1 + 160);
+        const __m512i qh = both256(p0 + 128, p1 + 128);
+        __m512 d[2];
+#pragma GCC unroll 2
+        for (int c = 0; c < ncol; c++) {
+            d[c] = _mm512_mul_ps(dx, _mm512_set1_ps(_cvtsh_ss(y[c][b].d)));
+            const __m256i yv = _mm256_loadu_si256((const __m256i *)y[c][b].qs), one = _mm256_set1_epi8(1);
+            __m256i sum;
+            if (vnni) {
+                sum = _mm256_setzero_si256();
+                __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(sum) : "v"(one), "v"(yv));
+            } else {
+                sum = _mm256_madd_epi16(_mm256_maddubs_epi16(one, yv), _mm256_set1_epi16(1));
+            }
+            _mm256_store_si256((__m256i *)corr[c], _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum, 4)));
+        }
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const __m512i q = both256(p0 + 32 * k, p1 + 32 * k);
+            /* qh byte k/2 (elements 4k..: low nibbles) and 2 + k/2 (16+4k..) */
+            const __m512i jl = _mm512_set1_epi32(0x01010101 * (k / 2)), jh = _mm512_set1_epi32(0x01010101 * (2 + k / 2));
+            const __m512i dword = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0);
+            const __m512i bits = k % 2 ? bits_hi : bits_lo;
+            const __mmask64 ml = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, _mm512_add_epi8(dword, jl)), bits);
+            const __mmask64 mh = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, _mm512_add_epi8(dword, jh)), bits);
+            __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+            lo = _mm512_mask_add_epi8(lo, ml, lo, sixteen);
+            hi = _mm512_mask_add_epi8(hi, mh, hi, sixteen);
+#pragma GCC unroll 2
+            for (int c = 0; c < ncol; c++) {
+                const __m512i pl = dot4_bcast(_mm512_set1_epi32(corr[c][k]), lo, y[c][b].qs + 4 * k, vnni);
+                const __m512i ph = dot4_bcast(_mm512_set1_epi32(corr[c][k + 4]), hi, y[c][b].qs + 16 + 4 * k, vnni);
+                acc[c][k] = _mm512_fmadd_ps(d[c], _mm512_cvtepi32_ps(pl), acc[c][k]);
+                acc[c][k + 4] = _mm512_fmadd_ps(d[c], _mm512_cvtepi32_ps(ph), acc[c][k + 4]);
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int c = 0; c < ncol; c++) {
+        __m512 *a = acc[c];
+        const __m512 t0 = _mm512_add_ps(a[4], a[0]), t1 = _mm512_add_ps(a[5], a[1]);
+        const __m512 t2 = _mm512_add_ps(a[6], a[2]), t3 = _mm512_add_ps(a[7], a[3]);
+        _mm512_storeu_ps(s + (size_t)c * ldo, _mm512_add_ps(_mm512_add_ps(t0, t2), _mm512_add_ps(t1, t3)));
+    }
+}
+
+INLINE void dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc,
+                     const int vnni)
+{
+    const int nb = n / QT_QK5_0;
+    const uint8_t *h0 = group, *h1 = h0 + (size_t)nb * QT_X16_Q5_0_BLOCK;
+    int c = 0;
+    for (; c + 2 <= nc; c += 2) {
+        const qt_block_q8_0 *yc[2] = {(const qt_block_q8_0 *)((const uint8_t *)y + (size_t)c * y_stride),
+                                      (const qt_block_q8_0 *)((const uint8_t *)y + (size_t)(c + 1) * y_stride)};
+        cols_q5_0(nb, s + (size_t)c * ldo, ldo, h0, h1, yc, 2, vnni);
+    }
+    if (c < nc) {
+        const qt_block_q8_0 *yc[1] = {(const qt_block_q8_0 *)((const uint8_t *)y + (size_t)c * y_stride)};
+        cols_q5_0(nb, s + (size_t)c * ldo, ldo, h0, h1, yc, 1, vnni);
+    }
+}
+
+void qt_avx512_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
+{
+    dot_q5_0(n, s, ldo, group, y, y_stride, nc, 0);
+}
+
+void qt_avx512_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc)
+{
+    dot_q5_0(n, s, ldo, group, y, y_stride, nc, 1);
+}
+
 #endif
