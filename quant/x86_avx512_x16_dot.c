@@ -40,6 +40,25 @@ INLINE __m512 both_f16(const uint8_t *lo, const uint8_t *hi)
     return _mm512_cvtph_ps(h);
 }
 
+/* vec_dot's lanes k and k + 4 of one column and block: the exact sums of
+ * the 16 rows' groups lo and hi (started from init_lo and init_hi) by the
+ * column's bytes 4k.. and 16 + 4k.., widened, times d. */
+INLINE void lanes_add(__m512 acc[8], int k, __m512 d, __m512i lo, __m512i hi, const int8_t *yq, __m512i init_lo,
+                      __m512i init_hi, const int vnni)
+{
+    const __m512i pl = dot4_bcast(init_lo, lo, yq + 4 * k, vnni), ph = dot4_bcast(init_hi, hi, yq + 16 + 4 * k, vnni);
+    acc[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(pl), acc[k]);
+    acc[k + 4] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(ph), acc[k + 4]);
+}
+
+/* The 8 lane accumulators of 16 outputs summed in qt_hsum8's order. */
+INLINE __m512 lanes_sum(const __m512 a[8])
+{
+    const __m512 t0 = _mm512_add_ps(a[4], a[0]), t1 = _mm512_add_ps(a[5], a[1]);
+    const __m512 t2 = _mm512_add_ps(a[6], a[2]), t3 = _mm512_add_ps(a[7], a[3]);
+    return _mm512_add_ps(_mm512_add_ps(t0, t2), _mm512_add_ps(t1, t3));
+}
+
 /* ncol (1 or 2) columns of the 16 rows; h0 and h1 point at the halves. */
 INLINE void cols_q4_1(int nb, float *s, size_t ldo, const uint8_t *h0, const uint8_t *h1, const qt_block_q8_1 *const *y,
                       const int ncol, const int vnni)
@@ -78,50 +97,12 @@ INLINE void cols_q4_1(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
             const __m512i q = both256(p0 + 32 * k, p1 + 32 * k);
             const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
 #pragma GCC unroll 2
-            for (int c = 0; c < ncol; c++) {
-                const __m512i pl = dot4_bcast(_mm512_setzero_si512(), lo, y[c][b].qs + 4 * k, vnni);
-                const __m512i ph = dot4_bcast(_mm512_setzero_si512(), hi, y[c][b].qs + 16 + 4 * k, vnni);
-                acc[c][k] = _mm512_fmadd_ps(d[c], _mm512_cvtepi32_ps(pl), acc[c][k]);
-                acc[c][k + 4] = _mm512_fmadd_ps(d[c], _mm512_cvtepi32_ps(ph), acc[c][k + 4]);
-            }
+            for (int c = 0; c < ncol; c++)
+                lanes_add(acc[c], k, d[c], lo, hi, y[c][b].qs, _mm512_setzero_si512(), _mm512_setzero_si512(), vnni);
         }
     }
 #pragma GCC unroll 2
-    for (int c = 0; c < ncol; c++) {
-        __m512 *a = acc[c];
-        const __m512 t0 = _mm512_add_ps(a[4], a[0]), t1 = _mm512_add_ps(a[5], a[1]);
-        const __m512 t2 = _mm512_add_ps(a[6], a[2]), t3 = _mm512_add_ps(a[7], a[3]);
-        const __m512 sum = _mm512_add_ps(_mm512_add_ps(t0, t2), _mm512_add_ps(t1, t3));
-        _mm512_storeu_ps(s + (size_t)c * ldo, _mm512_add_ps(sum, summs[c]));
-    }
-}
-
-INLINE void dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc,
-                     const int vnni)
-{
-    const int nb = n / QT_QK4_1;
-    const uint8_t *h0 = group, *h1 = h0 + (size_t)nb * QT_X16_Q4_1_BLOCK;
-    int c = 0;
-    for (; c + 2 <= nc; c += 2) {
-        const qt_block_q8_1 *yc[2] = {(const qt_block_q8_1 *)((const uint8_t *)y + (size_t)c * y_stride),
-                                      (const qt_block_q8_1 *)((const uint8_t *)y + (size_t)(c + 1) * y_stride)};
-        cols_q4_1(nb, s + (size_t)c * ldo, ldo, h0, h1, yc, 2, vnni);
-    }
-    if (c < nc) {
-        const qt_block_q8_1 *yc[1] = {(const qt_block_q8_1 *)((const uint8_t *)y + (size_t)c * y_stride)};
-        cols_q4_1(nb, s + (size_t)c * ldo, ldo, h0, h1, yc, 1, vnni);
-    }
-}
-
-void qt_avx512_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
-{
-    dot_q4_1(n, s, ldo, group, y, y_stride, nc, 0);
-}
-
-void qt_avx512_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
-                                 int nc)
-{
-    dot_q4_1(n, s, ldo, group, y, y_stride, nc, 1);
+    for (int c = 0; c < ncol; c++) _mm512_storeu_ps(s + (size_t)c * ldo, _mm512_add_ps(lanes_sum(acc[c]), summs[c]));
 }
 
 /* Q5_0: vector k lane r holds the unsigned 5-bit values u = nibble +
@@ -185,49 +166,57 @@ INLINE void cols_q5_0(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
             lo = _mm512_mask_add_epi8(lo, ml, lo, sixteen);
             hi = _mm512_mask_add_epi8(hi, mh, hi, sixteen);
 #pragma GCC unroll 2
-            for (int c = 0; c < ncol; c++) {
-                const __m512i pl = dot4_bcast(_mm512_set1_epi32(corr[c][k]), lo, y[c][b].qs + 4 * k, vnni);
-                const __m512i ph = dot4_bcast(_mm512_set1_epi32(corr[c][k + 4]), hi, y[c][b].qs + 16 + 4 * k, vnni);
-                acc[c][k] = _mm512_fmadd_ps(d[c], _mm512_cvtepi32_ps(pl), acc[c][k]);
-                acc[c][k + 4] = _mm512_fmadd_ps(d[c], _mm512_cvtepi32_ps(ph), acc[c][k + 4]);
-            }
+            for (int c = 0; c < ncol; c++)
+                lanes_add(acc[c], k, d[c], lo, hi, y[c][b].qs, _mm512_set1_epi32(corr[c][k]),
+                          _mm512_set1_epi32(corr[c][k + 4]), vnni);
         }
     }
 #pragma GCC unroll 2
-    for (int c = 0; c < ncol; c++) {
-        __m512 *a = acc[c];
-        const __m512 t0 = _mm512_add_ps(a[4], a[0]), t1 = _mm512_add_ps(a[5], a[1]);
-        const __m512 t2 = _mm512_add_ps(a[6], a[2]), t3 = _mm512_add_ps(a[7], a[3]);
-        _mm512_storeu_ps(s + (size_t)c * ldo, _mm512_add_ps(_mm512_add_ps(t0, t2), _mm512_add_ps(t1, t3)));
+    for (int c = 0; c < ncol; c++) _mm512_storeu_ps(s + (size_t)c * ldo, lanes_sum(acc[c]));
+}
+
+/* A group's rows times nc columns (Q5_0 times Q8_0 where q5, else Q4_1
+ * times Q8_1), two columns at a time, then the last one alone. */
+INLINE void dot_x16(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc,
+                    const int vnni, const int q5)
+{
+    const int nb = n / 32;
+    const uint8_t *h0 = group, *h1 = h0 + (size_t)nb * (q5 ? QT_X16_Q5_0_BLOCK : QT_X16_Q4_1_BLOCK);
+    for (int c = 0; c < nc; c += 2) {
+        const int two = nc - c >= 2;
+        const void *yc[2] = {(const uint8_t *)y + (size_t)c * y_stride, (const uint8_t *)y + (size_t)(c + two) * y_stride};
+        float *sc = s + (size_t)c * ldo;
+        if (q5 && two)
+            cols_q5_0(nb, sc, ldo, h0, h1, (const qt_block_q8_0 *const *)yc, 2, vnni);
+        else if (q5)
+            cols_q5_0(nb, sc, ldo, h0, h1, (const qt_block_q8_0 *const *)yc, 1, vnni);
+        else if (two)
+            cols_q4_1(nb, sc, ldo, h0, h1, (const qt_block_q8_1 *const *)yc, 2, vnni);
+        else
+            cols_q4_1(nb, sc, ldo, h0, h1, (const qt_block_q8_1 *const *)yc, 1, vnni);
     }
 }
 
-INLINE void dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc,
-                     const int vnni)
+void qt_avx512_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
 {
-    const int nb = n / QT_QK5_0;
-    const uint8_t *h0 = group, *h1 = h0 + (size_t)nb * QT_X16_Q5_0_BLOCK;
-    int c = 0;
-    for (; c + 2 <= nc; c += 2) {
-        const qt_block_q8_0 *yc[2] = {(const qt_block_q8_0 *)((const uint8_t *)y + (size_t)c * y_stride),
-                                      (const qt_block_q8_0 *)((const uint8_t *)y + (size_t)(c + 1) * y_stride)};
-        cols_q5_0(nb, s + (size_t)c * ldo, ldo, h0, h1, yc, 2, vnni);
-    }
-    if (c < nc) {
-        const qt_block_q8_0 *yc[1] = {(const qt_block_q8_0 *)((const uint8_t *)y + (size_t)c * y_stride)};
-        cols_q5_0(nb, s + (size_t)c * ldo, ldo, h0, h1, yc, 1, vnni);
-    }
+    dot_x16(n, s, ldo, group, y, y_stride, nc, 0, 0);
+}
+
+void qt_avx512_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc)
+{
+    dot_x16(n, s, ldo, group, y, y_stride, nc, 1, 0);
 }
 
 void qt_avx512_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
 {
-    dot_q5_0(n, s, ldo, group, y, y_stride, nc, 0);
+    dot_x16(n, s, ldo, group, y, y_stride, nc, 0, 1);
 }
 
 void qt_avx512_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
                                  int nc)
 {
-    dot_q5_0(n, s, ldo, group, y, y_stride, nc, 1);
+    dot_x16(n, s, ldo, group, y, y_stride, nc, 1, 1);
 }
 
 #endif
