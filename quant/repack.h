@@ -185,7 +185,7 @@ typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, co
  * pp512 and tg128 1.2x; a Sapphire Rapids capped at AVX2-VNNI: a 1.1B
  * shape's pp512 1.1-1.3x, tg64 within its noise), and the AVX-512 levels
  * one of 16 rows per vector (that Sapphire Rapids: tg64 1.25-1.57x); Q5_0
- * has the AVX-512 ones only (a Xeon, 1.1B shape: tg64 1.21-1.24x).  At
+ * likewise (a Xeon, 1.1B shape: tg64 1.21-1.24x at AVX-512 VNNI).  At
  * AVX-512 VNNI, batches of QT_TILE_MIN_COLS or more columns still take
  * the tile kernels, which take them with fewer operations a product and
  * read the groups as they are (tiles.h: kernel_x16). */
@@ -220,14 +220,17 @@ const qt_rp_wide *qt_repack_wide(qt_type type);
 
 #if defined(__x86_64__)
 extern const qt_repack_ops qt_repack_avx2;
-/* Q4_1's x16 kernels, without and with AVX-VNNI (x86_avx2_x16_q4_1.c). */
+/* Q4_1's x16 kernels, without and with AVX-VNNI (x86_avx2_x16_dot.c). */
 void qt_avx2_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx2_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 /* The same with AVX-512, without and with VNNI (x86_avx512_x16_dot.c). */
 void qt_avx512_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
                                  int nc);
-/* Q5_0's, AVX-512 only (x86_avx512_x16_dot.c). */
+/* Q5_0's, with AVX2 (without and with AVX-VNNI) and AVX-512 (without and
+ * with VNNI): x86_avx2_x16_dot.c, x86_avx512_x16_dot.c. */
+void qt_avx2_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
+void qt_avx2_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
                                  int nc);

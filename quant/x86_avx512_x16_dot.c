@@ -1,6 +1,6 @@
 /* x86_avx512_x16_q4_1.c - Q4_1 times Q8_1 in vec_dot's order, from the
  * x16 layout (repack.h), row per lane, with AVX-512: the AVX2 kernel's
- * scheme (x86_avx2_x16_q4_1.c) with all 16 rows of a group in one vector,
+ * scheme (x86_avx2_x16_dot.c) with all 16 rows of a group in one vector,
  * the two halves' chunks side by side.
  *
  * Compiled with the AVX-512 flags; vpdpbusd is inline asm behind a

@@ -65,13 +65,14 @@ INLINE void split_block_at(const uint8_t *p, __m256i q[8], __m256 *dx, __m256 *m
     }
 }
 
-/* 1 KB ahead of block p, each line once (a block is 2.5 lines); SmolLM2
+/* 1 KB ahead of block p, each line once (a Q4_1 block is 2.5 lines: the
+ * third every other block; Q5_0's 2.75, three of every four); SmolLM2
  * tg128 with 512 B or 2 KB ran 4-5% slower, a 1.1B shape 9-13%. */
-INLINE void prefetch_ahead(const uint8_t *p, int b)
+INLINE void prefetch_ahead(const uint8_t *p, int third)
 {
     _mm_prefetch((const char *)p + 1024, _MM_HINT_T0);
     _mm_prefetch((const char *)p + 1024 + 64, _MM_HINT_T0);
-    if (b & 1) _mm_prefetch((const char *)p + 1024 + 128, _MM_HINT_T0);
+    if (third) _mm_prefetch((const char *)p + 1024 + 128, _MM_HINT_T0);
 }
 
 /* The lanes' sums ((x4+x0) + (x6+x2)) + ((x5+x1) + (x7+x3)), then the m·s
@@ -94,7 +95,7 @@ INLINE void half_q4_1(int nb, float *s, const uint8_t *half, const qt_block_q8_1
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
         const uint8_t *p = half + (size_t)b * QT_X16_Q4_1_BLOCK;
-        prefetch_ahead(p, b);
+        prefetch_ahead(p, b & 1);
         const __m256 d = block_d(acc, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 128))),
                                  _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 144))), &y[b]);
 #pragma GCC unroll 4
@@ -129,7 +130,7 @@ INLINE void split_half(int nbk, const uint8_t *half, split_block *o)
 {
     for (int b = 0; b < nbk; b++) {
         const uint8_t *p = half + (size_t)b * QT_X16_Q4_1_BLOCK;
-        prefetch_ahead(p, b);
+        prefetch_ahead(p, b & 1);
         split_block_at(p, o[b].q, &o[b].dx, &o[b].mx);
     }
 }
@@ -187,6 +188,161 @@ INLINE void dot_q4_1(int n, float *s, size_t ldo, const void *group, const void 
         half_q4_1(nb, s + (size_t)c * ldo, g, yc, vnni);
         half_q4_1(nb, s + (size_t)c * ldo + 8, g + (size_t)nb * QT_X16_Q4_1_BLOCK, yc, vnni);
     }
+}
+
+/* ---- Q5_0 ----------------------------------------------------------------
+ * The same lanes and order without the m·s chain.  Vector k lane r holds
+ * the unsigned values u = nibble + 16 * high bit of row r's group k
+ * (elements 4k..4k+3; 16+4k.. for the high nibbles), vec_dot's q being
+ * u - 16, so a lane's exact sum is sum(u y) - 16 sum(y): the second term
+ * is the column's, made once per block (a dword per group) and added to
+ * the products' sums.  The high bits come from each lane's qh dword: its
+ * byte j copied to all four bytes (vpshufb), bit i (or 4 + i) of byte i
+ * kept and compared, 16 where set. */
+
+/* The column's -16 * sum(y) of block y's 8 groups, into corr. */
+INLINE void q5_corr(const qt_block_q8_0 *y, int32_t corr[8], const int vnni)
+{
+    const __m256i sum = dot4(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)y->qs), vnni);
+    _mm256_store_si256((__m256i *)corr, _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum, 4)));
+}
+
+/* Block p of a half split into its 8 vectors of u (q5_fma's order: k,
+ * then 4 + k) and its 8 rows' d. */
+INLINE void q5_split_at(const uint8_t *p, __m256i u[8], __m256 *dx)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f), sixteen = _mm256_set1_epi8(16);
+    const __m256i bits_lo = _mm256_set1_epi32(0x08040201), bits_hi = _mm256_set1_epi32((int)0x80402010u);
+    const __m256i dword = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
+                                            0x0c0c0c0c);
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)(p + 128));
+    *dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 160)));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(p + 32 * k));
+        const __m256i bits = k % 2 ? bits_hi : bits_lo;
+        /* qh byte k/2 for elements 4k.., 2 + k/2 for 16 + 4k.. */
+        const __m256i bl = _mm256_and_si256(
+            _mm256_shuffle_epi8(qh, _mm256_add_epi8(dword, _mm256_set1_epi8((char)(k / 2)))), bits);
+        const __m256i bh = _mm256_and_si256(
+            _mm256_shuffle_epi8(qh, _mm256_add_epi8(dword, _mm256_set1_epi8((char)(2 + k / 2)))), bits);
+        u[k] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_cmpeq_epi8(bl, bits), sixteen));
+        u[4 + k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                                   _mm256_and_si256(_mm256_cmpeq_epi8(bh, bits), sixteen));
+    }
+}
+
+/* Vector k's and 4 + k's products into lanes k and k + 4. */
+INLINE void q5_fma(__m256 acc[8], int k, const __m256i u[8], __m256 d, const qt_block_q8_0 *y, const int32_t corr[8],
+                   const int vnni)
+{
+    const __m256i pl = _mm256_add_epi32(dot4(u[k], bcast4(y->qs + 4 * k), vnni), _mm256_set1_epi32(corr[k]));
+    const __m256i ph = _mm256_add_epi32(dot4(u[4 + k], bcast4(y->qs + 16 + 4 * k), vnni), _mm256_set1_epi32(corr[4 + k]));
+    acc[k] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(pl), acc[k]);
+    acc[k + 4] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(ph), acc[k + 4]);
+}
+
+INLINE void q5_store(const __m256 acc[8], float *s)
+{
+    const __m256 t0 = _mm256_add_ps(acc[4], acc[0]), t1 = _mm256_add_ps(acc[5], acc[1]);
+    const __m256 t2 = _mm256_add_ps(acc[6], acc[2]), t3 = _mm256_add_ps(acc[7], acc[3]);
+    _mm256_storeu_ps(s, _mm256_add_ps(_mm256_add_ps(t0, t2), _mm256_add_ps(t1, t3)));
+}
+
+/* 8 rows of one column from the layout, block by block. */
+INLINE void half_q5_0(int nb, float *s, const uint8_t *half, const qt_block_q8_0 *y, const int vnni)
+{
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+    _Alignas(32) int32_t corr[8];
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *p = half + (size_t)b * QT_X16_Q5_0_BLOCK;
+        prefetch_ahead(p, b % 4 != 3);
+        __m256i u[8];
+        __m256 dx;
+        q5_split_at(p, u, &dx);
+        q5_corr(&y[b], corr, vnni);
+        const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(_cvtsh_ss(y[b].d)));
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) q5_fma(acc, k, u, d, &y[b], corr, vnni);
+    }
+    q5_store(acc, s);
+}
+
+/* Two or more columns: each chunk of blocks of both halves split once
+ * into L1, as dot_split does for Q4_1, and the column's corrections of a
+ * chunk made once for both halves. */
+typedef struct q5_split {
+    __m256i u[8];
+    __m256 dx;
+} q5_split;
+
+INLINE void q5_dot_split(int nb, float *s, size_t ldo, const uint8_t *g, const void *y, size_t y_stride, int nc,
+                         const int vnni)
+{
+    q5_split sb[2][SPLIT_BLOCKS];
+    __m256 st[SPLIT_COLS][2][8];
+    _Alignas(32) int32_t corr[SPLIT_BLOCKS][8];
+    for (int c0 = 0; c0 < nc; c0 += SPLIT_COLS) {
+        const int ncs = nc - c0 < SPLIT_COLS ? nc - c0 : SPLIT_COLS;
+        for (int b0 = 0; b0 < nb; b0 += SPLIT_BLOCKS) {
+            const int nbk = nb - b0 < SPLIT_BLOCKS ? nb - b0 : SPLIT_BLOCKS, last = b0 + nbk == nb;
+            for (int h = 0; h < 2; h++)
+                for (int b = 0; b < nbk; b++) {
+                    const uint8_t *p = g + ((size_t)h * nb + b0 + b) * QT_X16_Q5_0_BLOCK;
+                    prefetch_ahead(p, b % 4 != 3);
+                    q5_split_at(p, sb[h][b].u, &sb[h][b].dx);
+                }
+            for (int c = 0; c < ncs; c++) {
+                const qt_block_q8_0 *yc =
+                    (const qt_block_q8_0 *)((const uint8_t *)y + (size_t)(c0 + c) * y_stride) + b0;
+                for (int b = 0; b < nbk; b++) q5_corr(&yc[b], corr[b], vnni);
+                for (int h = 0; h < 2; h++) {
+                    __m256 acc[8];
+#pragma GCC unroll 8
+                    for (int k = 0; k < 8; k++) acc[k] = b0 ? st[c][h][k] : _mm256_setzero_ps();
+                    for (int b = 0; b < nbk; b++) {
+                        const __m256 d = _mm256_mul_ps(sb[h][b].dx, _mm256_set1_ps(_cvtsh_ss(yc[b].d)));
+#pragma GCC unroll 4
+                        for (int k = 0; k < 4; k++) q5_fma(acc, k, sb[h][b].u, d, &yc[b], corr[b], vnni);
+                    }
+                    if (last) {
+                        q5_store(acc, s + (size_t)(c0 + c) * ldo + 8 * h);
+                    } else {
+#pragma GCC unroll 8
+                        for (int k = 0; k < 8; k++) st[c][h][k] = acc[k];
+                    }
+                }
+            }
+        }
+    }
+}
+
+INLINE void dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc,
+                     const int vnni)
+{
+    const int nb = n / QT_QK5_0;
+    const uint8_t *g = group;
+    if (nc >= 2) {
+        q5_dot_split(nb, s, ldo, g, y, y_stride, nc, vnni);
+        return;
+    }
+    for (int c = 0; c < nc; c++) {
+        const qt_block_q8_0 *yc = (const qt_block_q8_0 *)((const uint8_t *)y + (size_t)c * y_stride);
+        half_q5_0(nb, s + (size_t)c * ldo, g, yc, vnni);
+        half_q5_0(nb, s + (size_t)c * ldo + 8, g + (size_t)nb * QT_X16_Q5_0_BLOCK, yc, vnni);
+    }
+}
+
+void qt_avx2_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
+{
+    dot_q5_0(n, s, ldo, group, y, y_stride, nc, 0);
+}
+
+void qt_avx2_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
+{
+    dot_q5_0(n, s, ldo, group, y, y_stride, nc, 1);
 }
 
 void qt_avx2_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
