@@ -126,12 +126,14 @@ typedef struct qt_rp_wide {
  * each half its blocks in turn, QT_X16_Q4_1_BLOCK bytes a block: four
  * 32-byte chunks (chunk k: bytes 4k..4k+3 of qs[] of the half's rows,
  * row r's at 4 r), then the 8 rows' d, then their m (f16 each).  Q5_0
- * likewise (QT_X16_Q5_0_BLOCK bytes a block): the four chunks, then the 8
- * rows' qh (4 bytes each), then their d.
+ * and Q5_1 likewise (QT_X16_Q5_0_BLOCK, QT_X16_Q5_1_BLOCK bytes a block):
+ * the four chunks, then the 8 rows' qh (4 bytes each), then their d
+ * (and Q5_1's m).
  * The layout changes where bytes are, never a result. */
 #define QT_X16_ROWS 16
 #define QT_X16_Q4_1_BLOCK (8 * 20)
 #define QT_X16_Q5_0_BLOCK (8 * 22)
+#define QT_X16_Q5_1_BLOCK (8 * 24)
 /* Where block b's quant bytes and scales sit in a group of nb blocks. */
 static inline size_t qt_x16_quants(int b) { return (size_t)(b / 2) * 576 + (size_t)(b % 2) * 256; }
 static inline size_t qt_x16_scales(int b, int nb)
@@ -176,7 +178,7 @@ void qt_rp_prep_none(int n, int col, int ncols, void *aux, const void *y);
 
 /* Whether this type has the x16 layout and this CPU a kernel for it. */
 bool qt_x16_available(qt_type type);
-/* For a type whose x16 layout keeps vec_dot's order (Q4_1, Q5_0): s[c * ldo + r]
+/* For a type whose x16 layout keeps vec_dot's order (Q4_1, Q5_0, Q5_1): s[c * ldo + r]
  * = vec_dot(row r of the group, column c) for r < 16, c < nc, bit for bit;
  * column c at y + c * y_stride. */
 typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
@@ -185,7 +187,8 @@ typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, co
  * pp512 and tg128 1.2x; a Sapphire Rapids capped at AVX2-VNNI: a 1.1B
  * shape's pp512 1.1-1.3x, tg64 within its noise), and the AVX-512 levels
  * one of 16 rows per vector (that Sapphire Rapids: tg64 1.25-1.57x); Q5_0
- * likewise (a Xeon, 1.1B shape: tg64 1.21-1.24x at AVX-512 VNNI).  At
+ * likewise (a Xeon, 1.1B shape: tg64 1.21-1.24x at AVX-512 VNNI), Q5_1 at
+ * the AVX-512 levels only.  At
  * AVX-512 VNNI, batches of QT_TILE_MIN_COLS or more columns still take
  * the tile kernels, which take them with fewer operations a product and
  * read the groups as they are (tiles.h: kernel_x16). */
@@ -233,6 +236,10 @@ void qt_avx2_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const 
 void qt_avx2_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc);
+/* Q5_1's, AVX-512 only, without and with VNNI (x86_avx512_x16_dot.c). */
+void qt_avx512_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
+void qt_avx512_vnni_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
                                  int nc);
 /* The wide kernels by weight type, without and with AVX512-VNNI. */
 extern const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT];

@@ -291,6 +291,13 @@ qt_x16_dot_fn qt_x16_dot(qt_type type)
         default: break;
         }
     }
+    if (type == QT_Q5_1) {
+        switch (qt_isa_active()) {
+        case QT_ISA_AVX512: return qt_avx512_x16_dot_q5_1;
+        case QT_ISA_AVX512_VNNI: return qt_avx512_vnni_x16_dot_q5_1;
+        default: break;
+        }
+    }
     if (type == QT_Q5_0) {
         switch (qt_isa_active()) {
         case QT_ISA_AVX2: return qt_avx2_x16_dot_q5_0;
@@ -314,6 +321,7 @@ bool qt_x16_available(qt_type type)
 _Static_assert(sizeof(qt_block_q4_0) == 18 && sizeof(qt_block_iq4_nl) == 18, "x16: one block layout");
 _Static_assert(QT_X16_Q4_1_BLOCK == 8 * sizeof(qt_block_q4_1), "x16: Q4_1 halves take their rows' bytes");
 _Static_assert(QT_X16_Q5_0_BLOCK == 8 * sizeof(qt_block_q5_0), "x16: Q5_0 halves take their rows' bytes");
+_Static_assert(QT_X16_Q5_1_BLOCK == 8 * sizeof(qt_block_q5_1), "x16: Q5_1 halves take their rows' bytes");
 
 /* The K-quants' x16 layout: a super-block of the 16 rows at a time. */
 static bool x16_by_blocks(qt_type type) { return type == QT_Q4_K || type == QT_Q2_K; }
@@ -332,13 +340,13 @@ static void x16_k_block(qt_type type, int r, uint8_t *blk, uint8_t *grp, bool to
 }
 
 /* The types whose x16 layout goes in halves of 8 rows (repack.h). */
-static bool x16_by_halves(qt_type type) { return type == QT_Q4_1 || type == QT_Q5_0; }
+static bool x16_by_halves(qt_type type) { return type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1; }
 
-/* Copies row r's block b (blk) to (to_x16) or from its places in a Q4_1
- * or Q5_0 group of nb blocks (repack.h). */
+/* Copies row r's block b (blk) to (to_x16) or from its places in a Q4_1,
+ * Q5_0 or Q5_1 group of nb blocks (repack.h). */
 static void x16_half_block(qt_type type, int r, int b, int nb, uint8_t *blk, uint8_t *grp, bool to_x16)
 {
-    const size_t bs = type == QT_Q4_1 ? QT_X16_Q4_1_BLOCK : QT_X16_Q5_0_BLOCK;
+    const size_t bs = type == QT_Q4_1 ? QT_X16_Q4_1_BLOCK : type == QT_Q5_0 ? QT_X16_Q5_0_BLOCK : QT_X16_Q5_1_BLOCK;
     uint8_t *p = grp + ((size_t)(r / 8) * nb + b) * bs;
     const size_t at = 4 * (size_t)(r % 8);
 #define X16_MOVE(at, src, len) (to_x16 ? memcpy(p + (at), (src), (len)) : memcpy((src), p + (at), (len)))
@@ -347,11 +355,17 @@ static void x16_half_block(qt_type type, int r, int b, int nb, uint8_t *blk, uin
         for (int k = 0; k < 4; k++) X16_MOVE(32 * k + at, x->qs + 4 * k, 4);
         X16_MOVE(128 + at / 2, &x->d, 2);
         X16_MOVE(144 + at / 2, &x->m, 2);
-    } else {
+    } else if (type == QT_Q5_0) {
         qt_block_q5_0 *x = (qt_block_q5_0 *)blk;
         for (int k = 0; k < 4; k++) X16_MOVE(32 * k + at, x->qs + 4 * k, 4);
         X16_MOVE(128 + at, x->qh, 4);
         X16_MOVE(160 + at / 2, &x->d, 2);
+    } else {
+        qt_block_q5_1 *x = (qt_block_q5_1 *)blk;
+        for (int k = 0; k < 4; k++) X16_MOVE(32 * k + at, x->qs + 4 * k, 4);
+        X16_MOVE(128 + at, x->qh, 4);
+        X16_MOVE(160 + at / 2, &x->d, 2);
+        X16_MOVE(176 + at / 2, &x->m, 2);
     }
 #undef X16_MOVE
 }

@@ -1,5 +1,6 @@
-/* x86_avx2_x16_q4_1.c - Q4_1 times Q8_1 in vec_dot's order, from the x16
- * layout (repack.h), row per lane, with AVX2.
+/* x86_avx2_x16_dot.c - Q4_1 times Q8_1 and Q5_0 times Q8_0 in vec_dot's
+ * order, from the x16 layout (repack.h), row per lane, with AVX2.  Q5_0
+ * at the end of the file; the rest of this comment is Q4_1's.
  *
  * Compiled with -mavx2 -mfma -mf16c; the AVX-VNNI entry issues vpdpbusd
  * as inline asm (x86_simd.h's dot4).  vec_dot's order keeps eight float

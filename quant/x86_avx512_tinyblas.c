@@ -232,6 +232,24 @@ static void decode_q5_0_x16(const uint8_t *half, int lane, int bn, qt_block_q8_0
     }
 }
 
+/* decode_q5_1 from the x16 layout (repack.h), as decode_q5_0_x16. */
+static void decode_q5_1_x16(const uint8_t *half, int lane, int bn, qt_block_q8_0 *out, float *m)
+{
+    for (int b = 0; b < bn; b++) {
+        const uint8_t *p = half + (size_t)b * QT_X16_Q5_1_BLOCK, *q = p + 4 * lane;
+        const __m128i q01 = _mm_unpacklo_epi32(_mm_loadu_si32(q), _mm_loadu_si32(q + 32));
+        const __m128i q23 = _mm_unpacklo_epi32(_mm_loadu_si32(q + 64), _mm_loadu_si32(q + 96));
+        const __m256i v = nibbles_of(_mm_unpacklo_epi64(q01, q23));
+        uint32_t h;
+        uint16_t mh;
+        memcpy(&h, p + 128 + 4 * lane, sizeof h);
+        _mm256_storeu_si256((__m256i *)out[b].qs, _mm256_mask_add_epi8(v, (__mmask32)h, v, _mm256_set1_epi8(16)));
+        memcpy(&out[b].d, p + 160 + 2 * lane, sizeof out[b].d);
+        memcpy(&mh, p + 176 + 2 * lane, sizeof mh);
+        m[b] = _cvtsh_ss(mh);
+    }
+}
+
 /* decode_q4_1 from the x16 layout (repack.h): half points at the first
  * block of the half that holds the row, lane is the row's place in it. */
 static void decode_q4_1_x16(const uint8_t *half, int lane, int bn, qt_block_q8_0 *out, float *m)
@@ -304,7 +322,10 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
     /* q41: the types with an m (Q4_1, Q5_1); else Q8_0 */
     const int q5 = type == QT_Q5_0, q41 = type == QT_Q4_1 || type == QT_Q5_1, decoded = q5 || q41;
     /* bytes from a row's block to its next (x16: the half's next) */
-    const size_t xs = !x16 ? qt_get(type)->type_size : q5 ? QT_X16_Q5_0_BLOCK : QT_X16_Q4_1_BLOCK;
+    const size_t xs = !x16                  ? qt_get(type)->type_size
+                      : q5                  ? QT_X16_Q5_0_BLOCK
+                      : type == QT_Q5_1     ? QT_X16_Q5_1_BLOCK
+                                            : QT_X16_Q4_1_BLOCK;
     const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
     const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
     const size_t tile_bytes = tile_qs + (size_t)(1 + q41) * nb * QT_TILE_COLS * sizeof(float);
@@ -350,9 +371,10 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
                 for (int i = 0; i < nr; i++) {
                     if (q5 && x16) decode_q5_0_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i]);
                     else if (q5) decode_q5_0((const qt_block_q5_0 *)x[i] + b0, bn, dec[i]);
-                    if (x16 && !q5) decode_q4_1_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i], mx[i]);
+                    if (x16 && type == QT_Q4_1) decode_q4_1_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i], mx[i]);
                     else if (type == QT_Q4_1) decode_q4_1((const qt_block_q4_1 *)x[i] + b0, bn, dec[i], mx[i]);
-                    if (type == QT_Q5_1) decode_q5_1((const qt_block_q5_1 *)x[i] + b0, bn, dec[i], mx[i]);
+                    if (x16 && type == QT_Q5_1) decode_q5_1_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i], mx[i]);
+                    else if (type == QT_Q5_1) decode_q5_1((const qt_block_q5_1 *)x[i] + b0, bn, dec[i], mx[i]);
                     row_consts_fill(xc[i], bn, &k[i]);
                 }
                 for (int t = 0; t < nt; t++) {
@@ -384,7 +406,7 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
     tb_kernel(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 0);
 }
 
-/* Q4_1 and Q5_0 from the x16 layout: the rows' blocks decoded from their
+/* Q4_1, Q5_0 and Q5_1 from the x16 layout: the rows' blocks decoded from their
  * lanes (4 dwords a block instead of one 16-byte load, once per pass),
  * then the same work and bits as from rows. */
 void qt_avx512_vnni_tb_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
@@ -392,6 +414,8 @@ void qt_avx512_vnni_tb_x16(qt_type type, int n, const void *w, size_t w_stride, 
 {
     if (type == QT_Q5_0)
         tb_kernel(QT_Q5_0, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+    else if (type == QT_Q5_1)
+        tb_kernel(QT_Q5_1, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
     else
         tb_kernel(QT_Q4_1, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
 }

@@ -1,7 +1,8 @@
-/* x86_avx512_x16_q4_1.c - Q4_1 times Q8_1 in vec_dot's order, from the
- * x16 layout (repack.h), row per lane, with AVX-512: the AVX2 kernel's
- * scheme (x86_avx2_x16_dot.c) with all 16 rows of a group in one vector,
- * the two halves' chunks side by side.
+/* x86_avx512_x16_dot.c - Q4_1 and Q5_1 times Q8_1, Q5_0 times Q8_0, in
+ * vec_dot's order, from the x16 layout (repack.h), row per lane, with
+ * AVX-512: the AVX2 kernels' scheme (x86_avx2_x16_dot.c) with all 16 rows
+ * of a group in one vector, the two halves' chunks side by side.  Q5_1 is
+ * Q4_1 with the values' fifth bits (high_bits); Q5_0 comes after them.
  *
  * Compiled with the AVX-512 flags; vpdpbusd is inline asm behind a
  * constant `vnni` (x86_avx512_wide.h).  vec_dot's eight float lanes per
@@ -59,10 +60,29 @@ INLINE __m512 lanes_sum(const __m512 a[8])
     return _mm512_add_ps(_mm512_add_ps(t0, t2), _mm512_add_ps(t1, t3));
 }
 
-/* ncol (1 or 2) columns of the 16 rows; h0 and h1 point at the halves. */
-INLINE void cols_q4_1(int nb, float *s, size_t ldo, const uint8_t *h0, const uint8_t *h1, const qt_block_q8_1 *const *y,
-                      const int ncol, const int vnni)
+/* Quant vector k's low and high nibbles (lo, hi) of 16 rows with their
+ * fifth bits from the rows' qh dwords: 16 added where set (Q5_0, Q5_1).
+ * The bits of elements 4k.. sit in qh byte k/2, those of 16+4k.. in byte
+ * 2 + k/2: that byte copied to its dword's four bytes (vpshufb's index
+ * stays in the 128-bit lane), bit i (even k) or 4 + i (odd k) of byte i
+ * tested. */
+INLINE void high_bits(__m512i qh, int k, __m512i *lo, __m512i *hi)
 {
+    const __m512i dword = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0), sixteen = _mm512_set1_epi8(16);
+    const __m512i bits = _mm512_set1_epi32(k % 2 ? (int)0x80402010u : 0x08040201);
+    const __m512i jl = _mm512_set1_epi32(0x01010101 * (k / 2)), jh = _mm512_set1_epi32(0x01010101 * (2 + k / 2));
+    const __mmask64 ml = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, _mm512_add_epi8(dword, jl)), bits);
+    const __mmask64 mh = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, _mm512_add_epi8(dword, jh)), bits);
+    *lo = _mm512_mask_add_epi8(*lo, ml, *lo, sixteen);
+    *hi = _mm512_mask_add_epi8(*hi, mh, *hi, sixteen);
+}
+
+/* ncol (1 or 2) columns of the 16 rows; h0 and h1 point at the halves.
+ * q5: Q5_1 (the values' fifth bits from qh, d and m after it). */
+INLINE void cols_q4_1(int nb, float *s, size_t ldo, const uint8_t *h0, const uint8_t *h1, const qt_block_q8_1 *const *y,
+                      const int ncol, const int vnni, const int q5)
+{
+    const size_t bs = q5 ? QT_X16_Q5_1_BLOCK : QT_X16_Q4_1_BLOCK, at_d = q5 ? 160 : 128;
     __m512 acc[2][8], summs[2];
 #pragma GCC unroll 2
     for (int c = 0; c < ncol; c++) {
@@ -72,17 +92,19 @@ INLINE void cols_q4_1(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
     }
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
-        const uint8_t *p0 = h0 + (size_t)b * QT_X16_Q4_1_BLOCK, *p1 = h1 + (size_t)b * QT_X16_Q4_1_BLOCK;
-        /* 1 KB ahead in each half, each line once (a block is 2.5 lines) */
+        const uint8_t *p0 = h0 + (size_t)b * bs, *p1 = h1 + (size_t)b * bs;
+        /* 1 KB ahead in each half, each line once (a block is 2.5 lines,
+         * Q5_1's 3) */
         _mm_prefetch((const char *)p0 + 1024, _MM_HINT_T0);
         _mm_prefetch((const char *)p0 + 1024 + 64, _MM_HINT_T0);
         _mm_prefetch((const char *)p1 + 1024, _MM_HINT_T0);
         _mm_prefetch((const char *)p1 + 1024 + 64, _MM_HINT_T0);
-        if (b & 1) {
+        if (q5 || (b & 1)) {
             _mm_prefetch((const char *)p0 + 1024 + 128, _MM_HINT_T0);
             _mm_prefetch((const char *)p1 + 1024 + 128, _MM_HINT_T0);
         }
-        const __m512 dx = both_f16(p0 + 128, p1 + 128), mx = both_f16(p0 + 144, p1 + 144);
+        const __m512 dx = both_f16(p0 + at_d, p1 + at_d), mx = both_f16(p0 + at_d + 16, p1 + at_d + 16);
+        const __m512i qh = q5 ? both256(p0 + 128, p1 + 128) : _mm512_setzero_si512();
         __m512 d[2];
 #pragma GCC unroll 2
         for (int c = 0; c < ncol; c++) {
@@ -95,7 +117,8 @@ INLINE void cols_q4_1(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             const __m512i q = both256(p0 + 32 * k, p1 + 32 * k);
-            const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+            __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+            if (q5) high_bits(qh, k, &lo, &hi);
 #pragma GCC unroll 2
             for (int c = 0; c < ncol; c++)
                 lanes_add(acc[c], k, d[c], lo, hi, y[c][b].qs, _mm512_setzero_si512(), _mm512_setzero_si512(), vnni);
@@ -110,11 +133,8 @@ INLINE void cols_q4_1(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
  * high nibbles), which vec_dot's signed q = u - 16 gives as
  * sum(q y) = sum(u y) - 16 sum(y), exact in int32 either way: the
  * accumulator starts from -16 sum(y) of the column's group (a dword per
- * group, made once per block and column for all 16 rows).  A group's high
- * bits come from each lane's qh dword: its byte j copied to the dword's 4
- * bytes (one shuffle per j, vpshufb's index stays in the 128-bit lane),
- * then tested against bit i of byte i (elements 8j..8j+3) or bit 4 + i
- * (8j+4..8j+7), and 16 added where set. */
+ * group, made once per block and column for all 16 rows); the high
+ * bits as high_bits adds them. */
 INLINE void cols_q5_0(int nb, float *s, size_t ldo, const uint8_t *h0, const uint8_t *h1, const qt_block_q8_0 *const *y,
                       const int ncol, const int vnni)
 {
@@ -123,8 +143,7 @@ INLINE void cols_q5_0(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
     for (int c = 0; c < ncol; c++)
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) acc[c][k] = _mm512_setzero_ps();
-    const __m512i m4 = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
-    const __m512i bits_lo = _mm512_set1_epi32(0x08040201), bits_hi = _mm512_set1_epi32((int)0x80402010u);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
     _Alignas(32) int32_t corr[2][8];
     for (int b = 0; b < nb; b++) {
         const uint8_t *p0 = h0 + (size_t)b * QT_X16_Q5_0_BLOCK, *p1 = h1 + (size_t)b * QT_X16_Q5_0_BLOCK;
@@ -156,15 +175,8 @@ INLINE void cols_q5_0(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             const __m512i q = both256(p0 + 32 * k, p1 + 32 * k);
-            /* qh byte k/2 (elements 4k..: low nibbles) and 2 + k/2 (16+4k..) */
-            const __m512i jl = _mm512_set1_epi32(0x01010101 * (k / 2)), jh = _mm512_set1_epi32(0x01010101 * (2 + k / 2));
-            const __m512i dword = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0);
-            const __m512i bits = k % 2 ? bits_hi : bits_lo;
-            const __mmask64 ml = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, _mm512_add_epi8(dword, jl)), bits);
-            const __mmask64 mh = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, _mm512_add_epi8(dword, jh)), bits);
             __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-            lo = _mm512_mask_add_epi8(lo, ml, lo, sixteen);
-            hi = _mm512_mask_add_epi8(hi, mh, hi, sixteen);
+            high_bits(qh, k, &lo, &hi);
 #pragma GCC unroll 2
             for (int c = 0; c < ncol; c++)
                 lanes_add(acc[c], k, d[c], lo, hi, y[c][b].qs, _mm512_set1_epi32(corr[c][k]),
@@ -175,25 +187,27 @@ INLINE void cols_q5_0(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
     for (int c = 0; c < ncol; c++) _mm512_storeu_ps(s + (size_t)c * ldo, lanes_sum(acc[c]));
 }
 
-/* A group's rows times nc columns (Q5_0 times Q8_0 where q5, else Q4_1
- * times Q8_1), two columns at a time, then the last one alone. */
+/* A group's rows times nc columns (Q5_0 times Q8_0 where q5 == 1, Q5_1
+ * times Q8_1 where q5 == 2, else Q4_1 times Q8_1), two columns at a time,
+ * then the last one alone. */
 INLINE void dot_x16(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc,
                     const int vnni, const int q5)
 {
     const int nb = n / 32;
-    const uint8_t *h0 = group, *h1 = h0 + (size_t)nb * (q5 ? QT_X16_Q5_0_BLOCK : QT_X16_Q4_1_BLOCK);
+    const size_t bs = q5 == 1 ? QT_X16_Q5_0_BLOCK : q5 ? QT_X16_Q5_1_BLOCK : QT_X16_Q4_1_BLOCK;
+    const uint8_t *h0 = group, *h1 = h0 + (size_t)nb * bs;
     for (int c = 0; c < nc; c += 2) {
         const int two = nc - c >= 2;
         const void *yc[2] = {(const uint8_t *)y + (size_t)c * y_stride, (const uint8_t *)y + (size_t)(c + two) * y_stride};
         float *sc = s + (size_t)c * ldo;
-        if (q5 && two)
+        if (q5 == 1 && two)
             cols_q5_0(nb, sc, ldo, h0, h1, (const qt_block_q8_0 *const *)yc, 2, vnni);
-        else if (q5)
+        else if (q5 == 1)
             cols_q5_0(nb, sc, ldo, h0, h1, (const qt_block_q8_0 *const *)yc, 1, vnni);
         else if (two)
-            cols_q4_1(nb, sc, ldo, h0, h1, (const qt_block_q8_1 *const *)yc, 2, vnni);
+            cols_q4_1(nb, sc, ldo, h0, h1, (const qt_block_q8_1 *const *)yc, 2, vnni, q5);
         else
-            cols_q4_1(nb, sc, ldo, h0, h1, (const qt_block_q8_1 *const *)yc, 1, vnni);
+            cols_q4_1(nb, sc, ldo, h0, h1, (const qt_block_q8_1 *const *)yc, 1, vnni, q5);
     }
 }
 
@@ -217,6 +231,17 @@ void qt_avx512_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group,
                                  int nc)
 {
     dot_x16(n, s, ldo, group, y, y_stride, nc, 1, 1);
+}
+
+void qt_avx512_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
+{
+    dot_x16(n, s, ldo, group, y, y_stride, nc, 0, 2);
+}
+
+void qt_avx512_vnni_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc)
+{
+    dot_x16(n, s, ldo, group, y, y_stride, nc, 1, 2);
 }
 
 #endif
