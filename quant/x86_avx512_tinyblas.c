@@ -215,56 +215,34 @@ static void decode_q4_1(const qt_block_q4_1 *x, int bn, qt_block_q8_0 *out, floa
     }
 }
 
-/* decode_q5_0 from the x16 layout (repack.h): half points at the first
- * block of the half that holds the row, lane is the row's place in it. */
-static void decode_q5_0_x16(const uint8_t *half, int lane, int bn, qt_block_q8_0 *out)
+/* Blocks of one row from the x16 layout (repack.h) of Q4_1, Q5_0 or Q5_1,
+ * as decode_q4_1, decode_q5_0 and decode_q5_1 make them from rows: half
+ * points at the first block of the half of a group that holds the row,
+ * lane is the row's place in it. */
+static void decode_x16(qt_type type, const uint8_t *half, int lane, int bn, qt_block_q8_0 *out, float *m)
 {
+    const size_t bs = type == QT_Q4_1 ? QT_X16_Q4_1_BLOCK : type == QT_Q5_0 ? QT_X16_Q5_0_BLOCK : QT_X16_Q5_1_BLOCK;
+    const size_t at_d = type == QT_Q4_1 ? 128 : 160; /* Q5_x: the qh dwords first */
     for (int b = 0; b < bn; b++) {
-        const uint8_t *p = half + (size_t)b * QT_X16_Q5_0_BLOCK, *q = p + 4 * lane;
-        const __m128i q01 = _mm_unpacklo_epi32(_mm_loadu_si32(q), _mm_loadu_si32(q + 32));
-        const __m128i q23 = _mm_unpacklo_epi32(_mm_loadu_si32(q + 64), _mm_loadu_si32(q + 96));
-        const __m256i v = nibbles_of(_mm_unpacklo_epi64(q01, q23));
-        uint32_t h;
-        memcpy(&h, p + 128 + 4 * lane, sizeof h);
-        const __m256i v5 = _mm256_mask_add_epi8(v, (__mmask32)h, v, _mm256_set1_epi8(16));
-        _mm256_storeu_si256((__m256i *)out[b].qs, _mm256_sub_epi8(v5, _mm256_set1_epi8(16)));
-        memcpy(&out[b].d, p + 160 + 2 * lane, sizeof out[b].d);
-    }
-}
-
-/* decode_q5_1 from the x16 layout (repack.h), as decode_q5_0_x16. */
-static void decode_q5_1_x16(const uint8_t *half, int lane, int bn, qt_block_q8_0 *out, float *m)
-{
-    for (int b = 0; b < bn; b++) {
-        const uint8_t *p = half + (size_t)b * QT_X16_Q5_1_BLOCK, *q = p + 4 * lane;
-        const __m128i q01 = _mm_unpacklo_epi32(_mm_loadu_si32(q), _mm_loadu_si32(q + 32));
-        const __m128i q23 = _mm_unpacklo_epi32(_mm_loadu_si32(q + 64), _mm_loadu_si32(q + 96));
-        const __m256i v = nibbles_of(_mm_unpacklo_epi64(q01, q23));
-        uint32_t h;
-        uint16_t mh;
-        memcpy(&h, p + 128 + 4 * lane, sizeof h);
-        _mm256_storeu_si256((__m256i *)out[b].qs, _mm256_mask_add_epi8(v, (__mmask32)h, v, _mm256_set1_epi8(16)));
-        memcpy(&out[b].d, p + 160 + 2 * lane, sizeof out[b].d);
-        memcpy(&mh, p + 176 + 2 * lane, sizeof mh);
-        m[b] = _cvtsh_ss(mh);
-    }
-}
-
-/* decode_q4_1 from the x16 layout (repack.h): half points at the first
- * block of the half that holds the row, lane is the row's place in it. */
-static void decode_q4_1_x16(const uint8_t *half, int lane, int bn, qt_block_q8_0 *out, float *m)
-{
-    for (int b = 0; b < bn; b++) {
-        const uint8_t *p = half + (size_t)b * QT_X16_Q4_1_BLOCK, *q = p + 4 * lane;
+        const uint8_t *p = half + (size_t)b * bs, *q = p + 4 * lane;
         /* the row's dwords joined in registers: four 4-byte stores read
          * back as one vector would stall store forwarding every block */
         const __m128i q01 = _mm_unpacklo_epi32(_mm_loadu_si32(q), _mm_loadu_si32(q + 32));
         const __m128i q23 = _mm_unpacklo_epi32(_mm_loadu_si32(q + 64), _mm_loadu_si32(q + 96));
-        _mm256_storeu_si256((__m256i *)out[b].qs, nibbles_of(_mm_unpacklo_epi64(q01, q23)));
-        uint16_t mh;
-        memcpy(&out[b].d, p + 128 + 2 * lane, sizeof out[b].d);
-        memcpy(&mh, p + 144 + 2 * lane, sizeof mh);
-        m[b] = _cvtsh_ss(mh);
+        __m256i v = nibbles_of(_mm_unpacklo_epi64(q01, q23));
+        if (type != QT_Q4_1) {
+            uint32_t h;
+            memcpy(&h, p + 128 + 4 * lane, sizeof h);
+            v = _mm256_mask_add_epi8(v, (__mmask32)h, v, _mm256_set1_epi8(16));
+            if (type == QT_Q5_0) v = _mm256_sub_epi8(v, _mm256_set1_epi8(16));
+        }
+        _mm256_storeu_si256((__m256i *)out[b].qs, v);
+        memcpy(&out[b].d, p + at_d + 2 * lane, sizeof out[b].d);
+        if (type != QT_Q5_0) {
+            uint16_t mh;
+            memcpy(&mh, p + at_d + 16 + 2 * lane, sizeof mh);
+            m[b] = _cvtsh_ss(mh);
+        }
     }
 }
 
@@ -369,11 +347,9 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
                                 (size_t)b0 * xs;
                     }
                 for (int i = 0; i < nr; i++) {
-                    if (q5 && x16) decode_q5_0_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i]);
+                    if (x16) decode_x16(type, x[i] + (size_t)b0 * xs, lane[i], bn, dec[i], mx[i]);
                     else if (q5) decode_q5_0((const qt_block_q5_0 *)x[i] + b0, bn, dec[i]);
-                    if (x16 && type == QT_Q4_1) decode_q4_1_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i], mx[i]);
                     else if (type == QT_Q4_1) decode_q4_1((const qt_block_q4_1 *)x[i] + b0, bn, dec[i], mx[i]);
-                    if (x16 && type == QT_Q5_1) decode_q5_1_x16(x[i] + (size_t)b0 * xs, lane[i], bn, dec[i], mx[i]);
                     else if (type == QT_Q5_1) decode_q5_1((const qt_block_q5_1 *)x[i] + b0, bn, dec[i], mx[i]);
                     row_consts_fill(xc[i], bn, &k[i]);
                 }
