@@ -187,9 +187,9 @@ typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, co
  * pp512 and tg128 1.2x; a Sapphire Rapids capped at AVX2-VNNI: a 1.1B
  * shape's pp512 1.1-1.3x, tg64 within its noise), and the AVX-512 levels
  * one of 16 rows per vector (that Sapphire Rapids: tg64 1.25-1.57x); Q5_0
- * likewise (a Xeon, 1.1B shape: tg64 1.21-1.24x at AVX-512 VNNI), Q5_1 at
- * the AVX-512 levels only.  At
- * AVX-512 VNNI, batches of QT_TILE_MIN_COLS or more columns still take
+ * and Q5_1 likewise (a Xeon, 1.1B shape in Q5_0: tg64 1.21-1.24x at
+ * AVX-512 VNNI).  At AVX-512 VNNI, batches of QT_TILE_MIN_COLS or more
+ * columns still take
  * the tile kernels, which take them with fewer operations a product and
  * read the groups as they are (tiles.h: kernel_x16). */
 qt_x16_dot_fn qt_x16_dot(qt_type type);
@@ -237,7 +237,9 @@ void qt_avx2_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, c
 void qt_avx512_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
                                  int nc);
-/* Q5_1's, AVX-512 only, without and with VNNI (x86_avx512_x16_dot.c). */
+/* Q5_1's likewise (x86_avx2_x16_dot.c, x86_avx512_x16_dot.c). */
+void qt_avx2_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
+void qt_avx2_vnni_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_vnni_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
                                  int nc);

@@ -293,6 +293,8 @@ qt_x16_dot_fn qt_x16_dot(qt_type type)
     }
     if (type == QT_Q5_1) {
         switch (qt_isa_active()) {
+        case QT_ISA_AVX2: return qt_avx2_x16_dot_q5_1;
+        case QT_ISA_AVX2_VNNI: return qt_avx2_vnni_x16_dot_q5_1;
         case QT_ISA_AVX512: return qt_avx512_x16_dot_q5_1;
         case QT_ISA_AVX512_VNNI: return qt_avx512_vnni_x16_dot_q5_1;
         default: break;

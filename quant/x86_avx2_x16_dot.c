@@ -1,6 +1,7 @@
-/* x86_avx2_x16_dot.c - Q4_1 times Q8_1 and Q5_0 times Q8_0 in vec_dot's
- * order, from the x16 layout (repack.h), row per lane, with AVX2.  Q5_0
- * at the end of the file; the rest of this comment is Q4_1's.
+/* x86_avx2_x16_dot.c - Q4_1 and Q5_1 times Q8_1, Q5_0 times Q8_0, in
+ * vec_dot's order, from the x16 layout (repack.h), row per lane, with
+ * AVX2.  Q5_1 is Q4_1 with the values' fifth bits (high_bits); Q5_0 at
+ * the end of the file; the rest of this comment is Q4_1's.
  *
  * Compiled with -mavx2 -mfma -mf16c; the AVX-VNNI entry issues vpdpbusd
  * as inline asm (x86_simd.h's dot4).  vec_dot's order keeps eight float
@@ -52,17 +53,43 @@ INLINE void quad_fma(__m256 acc[9], int k, __m256i lo, __m256i hi, __m256 d, con
     acc[k + 4] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(ph), acc[k + 4]);
 }
 
-/* The block at p split: its nibbles as quad_fma takes them, its d and m. */
-INLINE void split_block_at(const uint8_t *p, __m256i q[8], __m256 *dx, __m256 *mx)
+/* Quant vector k's low and high nibbles (lo, hi) of 8 rows with their
+ * fifth bits from the rows' qh dwords, 16 added where set (Q5_0, Q5_1):
+ * the bits of elements 4k.. sit in qh byte k/2, those of 16+4k.. in byte
+ * 2 + k/2; that byte copied to its dword's four bytes (vpshufb), bit i
+ * (even k) or 4 + i (odd k) of byte i kept and compared. */
+INLINE void high_bits(__m256i qh, int k, __m256i *lo, __m256i *hi)
+{
+    const __m256i bits = _mm256_set1_epi32(k % 2 ? (int)0x80402010u : 0x08040201), sixteen = _mm256_set1_epi8(16);
+    const __m256i dword = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
+                                            0x0c0c0c0c);
+    const __m256i bl = _mm256_and_si256(_mm256_shuffle_epi8(qh, _mm256_add_epi8(dword, _mm256_set1_epi8((char)(k / 2)))),
+                                        bits);
+    const __m256i bh = _mm256_and_si256(
+        _mm256_shuffle_epi8(qh, _mm256_add_epi8(dword, _mm256_set1_epi8((char)(2 + k / 2)))), bits);
+    *lo = _mm256_or_si256(*lo, _mm256_and_si256(_mm256_cmpeq_epi8(bl, bits), sixteen));
+    *hi = _mm256_or_si256(*hi, _mm256_and_si256(_mm256_cmpeq_epi8(bh, bits), sixteen));
+}
+
+/* Bytes per half block and where the 8 rows' d sit (m 16 bytes on):
+ * Q4_1, or Q5_1 where q5 (its qh dwords first). */
+#define Q41_BLOCK(q5) ((q5) ? (size_t)QT_X16_Q5_1_BLOCK : (size_t)QT_X16_Q4_1_BLOCK)
+#define Q41_AT_D(q5) ((q5) ? 160 : 128)
+
+/* The block at p split: its nibbles (Q5_1: values) as quad_fma takes
+ * them, its d and m. */
+INLINE void split_block_at(const uint8_t *p, __m256i q[8], __m256 *dx, __m256 *mx, const int q5)
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    *dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 128)));
-    *mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 144)));
+    *dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + Q41_AT_D(q5))));
+    *mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + Q41_AT_D(q5) + 16)));
+    const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(p + 128)) : _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
         const __m256i v = _mm256_loadu_si256((const __m256i *)(p + 32 * k));
         q[k] = _mm256_and_si256(v, m4);
         q[4 + k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if (q5) high_bits(qh, k, &q[k], &q[4 + k]);
     }
 }
 
@@ -88,21 +115,24 @@ INLINE void half_store(const __m256 acc[9], float *s)
 /* 8 rows of one column: half points at the half's first block.  Each
  * quant vector is split as its products need it (splitting the block
  * first, as dot_split's chunks are, measured 5-9% slower here). */
-INLINE void half_q4_1(int nb, float *s, const uint8_t *half, const qt_block_q8_1 *y, const int vnni)
+INLINE void half_q4_1(int nb, float *s, const uint8_t *half, const qt_block_q8_1 *y, const int vnni, const int q5)
 {
     __m256 acc[9];
 #pragma GCC unroll 9
     for (int k = 0; k < 9; k++) acc[k] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
-        const uint8_t *p = half + (size_t)b * QT_X16_Q4_1_BLOCK;
-        prefetch_ahead(p, b & 1);
-        const __m256 d = block_d(acc, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 128))),
-                                 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 144))), &y[b]);
+        const uint8_t *p = half + (size_t)b * Q41_BLOCK(q5);
+        prefetch_ahead(p, q5 || (b & 1));
+        const __m256 d = block_d(acc, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + Q41_AT_D(q5)))),
+                                 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + Q41_AT_D(q5) + 16))), &y[b]);
+        const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(p + 128)) : _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(p + 32 * k));
-            quad_fma(acc, k, _mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4), d, &y[b], vnni);
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (q5) high_bits(qh, k, &lo, &hi);
+            quad_fma(acc, k, lo, hi, d, &y[b], vnni);
         }
     }
     half_store(acc, s);
@@ -127,17 +157,17 @@ typedef struct split_block {
     __m256 dx, mx; /* the 8 rows' d and m */
 } split_block;
 
-INLINE void split_half(int nbk, const uint8_t *half, split_block *o)
+INLINE void split_half(int nbk, const uint8_t *half, split_block *o, const int q5)
 {
     for (int b = 0; b < nbk; b++) {
-        const uint8_t *p = half + (size_t)b * QT_X16_Q4_1_BLOCK;
-        prefetch_ahead(p, b & 1);
-        split_block_at(p, o[b].q, &o[b].dx, &o[b].mx);
+        const uint8_t *p = half + (size_t)b * Q41_BLOCK(q5);
+        prefetch_ahead(p, q5 || (b & 1));
+        split_block_at(p, o[b].q, &o[b].dx, &o[b].mx, q5);
     }
 }
 
 INLINE void dot_split(int nb, float *s, size_t ldo, const uint8_t *g, const void *y, size_t y_stride, int nc,
-                      const int vnni)
+                      const int vnni, const int q5)
 {
     split_block sb[2][SPLIT_BLOCKS];
     __m256 st[SPLIT_COLS][2][9]; /* a slice's accumulators between chunks */
@@ -146,7 +176,7 @@ INLINE void dot_split(int nb, float *s, size_t ldo, const uint8_t *g, const void
         for (int b0 = 0; b0 < nb; b0 += SPLIT_BLOCKS) {
             const int nbk = nb - b0 < SPLIT_BLOCKS ? nb - b0 : SPLIT_BLOCKS, last = b0 + nbk == nb;
             for (int h = 0; h < 2; h++)
-                split_half(nbk, g + ((size_t)h * nb + b0) * QT_X16_Q4_1_BLOCK, sb[h]);
+                split_half(nbk, g + ((size_t)h * nb + b0) * Q41_BLOCK(q5), sb[h], q5);
             for (int c = 0; c < ncs; c++) {
                 const qt_block_q8_1 *yc =
                     (const qt_block_q8_1 *)((const uint8_t *)y + (size_t)(c0 + c) * y_stride) + b0;
@@ -176,18 +206,18 @@ INLINE void dot_split(int nb, float *s, size_t ldo, const uint8_t *g, const void
  * than vec_dot_tile's column-sharing tiles (n = 576 and 1536, 64
  * columns: 2.7 cycles a block and column against 3.3-3.5). */
 INLINE void dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc,
-                     const int vnni)
+                     const int vnni, const int q5)
 {
     const int nb = n / QT_QK4_1;
     const uint8_t *g = group;
     if (nc >= 2) {
-        dot_split(nb, s, ldo, g, y, y_stride, nc, vnni);
+        dot_split(nb, s, ldo, g, y, y_stride, nc, vnni, q5);
         return;
     }
     for (int c = 0; c < nc; c++) {
         const qt_block_q8_1 *yc = (const qt_block_q8_1 *)((const uint8_t *)y + (size_t)c * y_stride);
-        half_q4_1(nb, s + (size_t)c * ldo, g, yc, vnni);
-        half_q4_1(nb, s + (size_t)c * ldo + 8, g + (size_t)nb * QT_X16_Q4_1_BLOCK, yc, vnni);
+        half_q4_1(nb, s + (size_t)c * ldo, g, yc, vnni, q5);
+        half_q4_1(nb, s + (size_t)c * ldo + 8, g + (size_t)nb * Q41_BLOCK(q5), yc, vnni, q5);
     }
 }
 
@@ -197,9 +227,7 @@ INLINE void dot_q4_1(int n, float *s, size_t ldo, const void *group, const void 
  * (elements 4k..4k+3; 16+4k.. for the high nibbles), vec_dot's q being
  * u - 16, so a lane's exact sum is sum(u y) - 16 sum(y): the second term
  * is the column's, made once per block (a dword per group) and added to
- * the products' sums.  The high bits come from each lane's qh dword: its
- * byte j copied to all four bytes (vpshufb), bit i (or 4 + i) of byte i
- * kept and compared, 16 where set. */
+ * the products' sums; the high bits as high_bits adds them. */
 
 /* The column's -16 * sum(y) of block y's 8 groups, into corr. */
 INLINE void q5_corr(const qt_block_q8_0 *y, int32_t corr[8], const int vnni)
@@ -212,24 +240,14 @@ INLINE void q5_corr(const qt_block_q8_0 *y, int32_t corr[8], const int vnni)
  * then 4 + k) and its 8 rows' d. */
 INLINE void q5_split_at(const uint8_t *p, __m256i u[8], __m256 *dx)
 {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), sixteen = _mm256_set1_epi8(16);
-    const __m256i bits_lo = _mm256_set1_epi32(0x08040201), bits_hi = _mm256_set1_epi32((int)0x80402010u);
-    const __m256i dword = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
-                                            0x0c0c0c0c);
-    const __m256i qh = _mm256_loadu_si256((const __m256i *)(p + 128));
+    const __m256i m4 = _mm256_set1_epi8(0x0f), qh = _mm256_loadu_si256((const __m256i *)(p + 128));
     *dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 160)));
 #pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
         const __m256i v = _mm256_loadu_si256((const __m256i *)(p + 32 * k));
-        const __m256i bits = k % 2 ? bits_hi : bits_lo;
-        /* qh byte k/2 for elements 4k.., 2 + k/2 for 16 + 4k.. */
-        const __m256i bl = _mm256_and_si256(
-            _mm256_shuffle_epi8(qh, _mm256_add_epi8(dword, _mm256_set1_epi8((char)(k / 2)))), bits);
-        const __m256i bh = _mm256_and_si256(
-            _mm256_shuffle_epi8(qh, _mm256_add_epi8(dword, _mm256_set1_epi8((char)(2 + k / 2)))), bits);
-        u[k] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_cmpeq_epi8(bl, bits), sixteen));
-        u[4 + k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
-                                   _mm256_and_si256(_mm256_cmpeq_epi8(bh, bits), sixteen));
+        u[k] = _mm256_and_si256(v, m4);
+        u[4 + k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        high_bits(qh, k, &u[k], &u[4 + k]);
     }
 }
 
@@ -348,13 +366,23 @@ void qt_avx2_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, c
 
 void qt_avx2_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
 {
-    dot_q4_1(n, s, ldo, group, y, y_stride, nc, 0);
+    dot_q4_1(n, s, ldo, group, y, y_stride, nc, 0, 0);
+}
+
+void qt_avx2_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
+{
+    dot_q4_1(n, s, ldo, group, y, y_stride, nc, 0, 1);
+}
+
+void qt_avx2_vnni_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
+{
+    dot_q4_1(n, s, ldo, group, y, y_stride, nc, 1, 1);
 }
 
 /* AVX-VNNI: vpdpbusd for the vpmaddubsw + vpmaddwd pair, the same sums */
 void qt_avx2_vnni_x16_dot_q4_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)
 {
-    dot_q4_1(n, s, ldo, group, y, y_stride, nc, 1);
+    dot_q4_1(n, s, ldo, group, y, y_stride, nc, 1, 0);
 }
 
 #endif

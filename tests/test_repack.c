@@ -629,6 +629,8 @@ int main(void) {
         {"avx2-vnni", QT_ISA_AVX2_VNNI, QT_Q5_0, qt_avx2_vnni_x16_dot_q5_0},
         {"avx512", QT_ISA_AVX512, QT_Q5_0, qt_avx512_x16_dot_q5_0},
         {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q5_0, qt_avx512_vnni_x16_dot_q5_0},
+        {"avx2", QT_ISA_AVX2, QT_Q5_1, qt_avx2_x16_dot_q5_1},
+        {"avx2-vnni", QT_ISA_AVX2_VNNI, QT_Q5_1, qt_avx2_vnni_x16_dot_q5_1},
         {"avx512", QT_ISA_AVX512, QT_Q5_1, qt_avx512_x16_dot_q5_1},
         {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q5_1, qt_avx512_vnni_x16_dot_q5_1}};
     for (size_t j = 0; j < sizeof x16 / sizeof x16[0]; j++) {
