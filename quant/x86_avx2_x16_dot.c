@@ -15,7 +15,7 @@
  * vpmaddubsw, vpmaddwd, convert and fma per row and block, but the nibble
  * split, the scale product (8 rows' dx in one vcvtph2ps) and the m·s
  * chain are shared by 8 rows, and the eight sums are vertical adds.  The
- * integer sums are exact (nibble <= 15 times |y| <= 128, two per int16),
+ * integer sums are exact (values <= 31 times |y| <= 128, two per int16),
  * so every output is vec_dot's, bit for bit.  Zen 2, one thread, 4096-wide
  * rows from L2: 2.63 cycles a block against vec_dot_tile's 4.05. */
 #if defined(__x86_64__)

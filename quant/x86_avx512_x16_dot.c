@@ -8,7 +8,8 @@
  * constant `vnni` (x86_avx512_wide.h).  vec_dot's eight float lanes per
  * output become eight accumulators, vector k holding lane k of the 16
  * rows, summed in its order at the end, so every output is vec_dot's bit
- * for bit (the integer sums are exact: nibble <= 15 times |y| <= 128).
+ * for bit (the integer sums are exact: values <= 31 times |y| <= 128, two
+ * per int16 without VNNI).
  * With 32 registers, batches take two columns at a time, each chunk's
  * nibble split shared by both.  A Sapphire Rapids, 1.1B shape in Q4_1, 2
  * threads, against the rows: tg64 1.25-1.57x (AVX-512 VNNI), 1.24-1.46x
