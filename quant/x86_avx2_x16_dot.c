@@ -105,12 +105,14 @@ INLINE void prefetch_ahead(const uint8_t *p, int third)
 
 /* The lanes' sums ((x4+x0) + (x6+x2)) + ((x5+x1) + (x7+x3)), then the m·s
  * chain, for 8 rows at s. */
-INLINE void half_store(const __m256 acc[9], float *s)
+INLINE __m256 lanes_sum(const __m256 acc[8])
 {
     const __m256 t0 = _mm256_add_ps(acc[4], acc[0]), t1 = _mm256_add_ps(acc[5], acc[1]);
     const __m256 t2 = _mm256_add_ps(acc[6], acc[2]), t3 = _mm256_add_ps(acc[7], acc[3]);
-    _mm256_storeu_ps(s, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(t0, t2), _mm256_add_ps(t1, t3)), acc[8]));
+    return _mm256_add_ps(_mm256_add_ps(t0, t2), _mm256_add_ps(t1, t3));
 }
+
+INLINE void half_store(const __m256 acc[9], float *s) { _mm256_storeu_ps(s, _mm256_add_ps(lanes_sum(acc), acc[8])); }
 
 /* 8 rows of one column: half points at the half's first block.  Each
  * quant vector is split as its products need it (splitting the block
@@ -261,13 +263,6 @@ INLINE void q5_fma(__m256 acc[8], int k, const __m256i u[8], __m256 d, const qt_
     acc[k + 4] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(ph), acc[k + 4]);
 }
 
-INLINE void q5_store(const __m256 acc[8], float *s)
-{
-    const __m256 t0 = _mm256_add_ps(acc[4], acc[0]), t1 = _mm256_add_ps(acc[5], acc[1]);
-    const __m256 t2 = _mm256_add_ps(acc[6], acc[2]), t3 = _mm256_add_ps(acc[7], acc[3]);
-    _mm256_storeu_ps(s, _mm256_add_ps(_mm256_add_ps(t0, t2), _mm256_add_ps(t1, t3)));
-}
-
 /* 8 rows of one column from the layout, block by block. */
 INLINE void half_q5_0(int nb, float *s, const uint8_t *half, const qt_block_q8_0 *y, const int vnni)
 {
@@ -286,7 +281,7 @@ INLINE void half_q5_0(int nb, float *s, const uint8_t *half, const qt_block_q8_0
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) q5_fma(acc, k, u, d, &y[b], corr, vnni);
     }
-    q5_store(acc, s);
+    _mm256_storeu_ps(s, lanes_sum(acc));
 }
 
 /* Two or more columns: each chunk of blocks of both halves split once
@@ -327,7 +322,7 @@ INLINE void q5_dot_split(int nb, float *s, size_t ldo, const uint8_t *g, const v
                         for (int k = 0; k < 4; k++) q5_fma(acc, k, sb[h][b].u, d, &yc[b], corr[b], vnni);
                     }
                     if (last) {
-                        q5_store(acc, s + (size_t)(c0 + c) * ldo + 8 * h);
+                        _mm256_storeu_ps(s + (size_t)(c0 + c) * ldo + 8 * h, lanes_sum(acc));
                     } else {
 #pragma GCC unroll 8
                         for (int k = 0; k < 8; k++) st[c][h][k] = acc[k];

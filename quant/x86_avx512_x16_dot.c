@@ -42,6 +42,20 @@ INLINE __m512 both_f16(const uint8_t *lo, const uint8_t *hi)
     return _mm512_cvtph_ps(h);
 }
 
+/* 1 KB ahead of a block in each half (p0, p1), each line once: two lines
+ * a block, and a third where `third` (the caller knows its block size). */
+INLINE void prefetch_halves(const uint8_t *p0, const uint8_t *p1, int third)
+{
+    _mm_prefetch((const char *)p0 + 1024, _MM_HINT_T0);
+    _mm_prefetch((const char *)p0 + 1024 + 64, _MM_HINT_T0);
+    _mm_prefetch((const char *)p1 + 1024, _MM_HINT_T0);
+    _mm_prefetch((const char *)p1 + 1024 + 64, _MM_HINT_T0);
+    if (third) {
+        _mm_prefetch((const char *)p0 + 1024 + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)p1 + 1024 + 128, _MM_HINT_T0);
+    }
+}
+
 /* vec_dot's lanes k and k + 4 of one column and block: the exact sums of
  * the 16 rows' groups lo and hi (started from init_lo and init_hi) by the
  * column's bytes 4k.. and 16 + 4k.., widened, times d. */
@@ -94,16 +108,7 @@ INLINE void cols_q4_1(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
         const uint8_t *p0 = h0 + (size_t)b * bs, *p1 = h1 + (size_t)b * bs;
-        /* 1 KB ahead in each half, each line once (a block is 2.5 lines,
-         * Q5_1's 3) */
-        _mm_prefetch((const char *)p0 + 1024, _MM_HINT_T0);
-        _mm_prefetch((const char *)p0 + 1024 + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)p1 + 1024, _MM_HINT_T0);
-        _mm_prefetch((const char *)p1 + 1024 + 64, _MM_HINT_T0);
-        if (q5 || (b & 1)) {
-            _mm_prefetch((const char *)p0 + 1024 + 128, _MM_HINT_T0);
-            _mm_prefetch((const char *)p1 + 1024 + 128, _MM_HINT_T0);
-        }
+        prefetch_halves(p0, p1, q5 || (b & 1)); /* a block is 2.5 lines, Q5_1's 3 */
         const __m512 dx = both_f16(p0 + at_d, p1 + at_d), mx = both_f16(p0 + at_d + 16, p1 + at_d + 16);
         const __m512i qh = q5 ? both256(p0 + 128, p1 + 128) : _mm512_setzero_si512();
         __m512 d[2];
@@ -148,15 +153,7 @@ INLINE void cols_q5_0(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
     _Alignas(32) int32_t corr[2][8];
     for (int b = 0; b < nb; b++) {
         const uint8_t *p0 = h0 + (size_t)b * QT_X16_Q5_0_BLOCK, *p1 = h1 + (size_t)b * QT_X16_Q5_0_BLOCK;
-        /* 1 KB ahead in each half, each line once (a block is 2.75 lines) */
-        _mm_prefetch((const char *)p0 + 1024, _MM_HINT_T0);
-        _mm_prefetch((const char *)p0 + 1024 + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)p1 + 1024, _MM_HINT_T0);
-        _mm_prefetch((const char *)p1 + 1024 + 64, _MM_HINT_T0);
-        if (b % 4 != 3) {
-            _mm_prefetch((const char *)p0 + 1024 + 128, _MM_HINT_T0);
-            _mm_prefetch((const char *)p1 + 1024 + 128, _MM_HINT_T0);
-        }
+        prefetch_halves(p0, p1, b % 4 != 3); /* a block is 2.75 lines */
         const __m512 dx = both_f16(p0 + 160, p1 + 160);
         const __m512i qh = both256(p0 + 128, p1 + 128);
         __m512 d[2];
