@@ -18,7 +18,7 @@
  * scale accumulator and, with VNNI, vpdpwssd.  Single thread, Sapphire
  * Rapids, 2048-wide rows: 1.2x the per-row kernel from L2, and from DRAM
  * 0.82 of a plain read's speed instead of 0.63 (the L2 prefetch,
- * prefetch_block_l2, is a third of that gain).
+ * then in prefetch_block_ahead, was a third of that gain).
  *
  * Only Q6_K gains: on a Sapphire Rapids core it ran 20% faster than
  * x86_avx2_k.c's kernel, while 512-bit Q4_K and Q5_K kernels written the
@@ -50,17 +50,24 @@
 #define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
 #include "x86_simd.h"
 
-/* Every line of a block, as prefetch_block, but into L2 (prefetcht1):
- * a line on its way from memory then holds no L1 fill buffer, so more
- * stay in flight, and the demand loads that follow find it in L2.  The
- * one-column tiles below, streaming 500-800 MB of 2048-wide rows from
- * DRAM, as a fraction of a plain read of the same bytes, T0 -> T1, one
- * core: Q6_K 0.76 -> 0.82, Q4_K 0.79 -> 0.83, Q5_K 0.71 -> 0.76, Q3_K
- * 0.63 -> 0.68, Q2_K level (two threads: Q6_K 0.73 -> 0.81, Q4_K 0.75
- * -> 0.80).  4 KB ahead was worse, 16-32 KB no better. */
-INLINE void prefetch_block_l2(const void *block, const size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64)
-        _mm_prefetch((const char *)block + o + 8192, _MM_HINT_T1);
+/* Every line of a block some way ahead, twice: 12 KB on into L2
+ * (prefetcht1: a line on its way from memory then holds no L1 fill
+ * buffer, so more stay in flight) and 1 KB on into L1, so the demand
+ * loads find their lines in L1 rather than wait on L2.  The one-column
+ * tiles below stream 2048-wide rows from DRAM; as a fraction of a plain
+ * read of the same bytes, one core, T0 -> 8 KB T1 alone: Q6_K 0.76 ->
+ * 0.82, Q4_K 0.79 -> 0.83, Q5_K 0.71 -> 0.76, Q3_K 0.63 -> 0.68 (4 KB
+ * ahead worse, 16-32 KB no better).  Adding the 1 KB T0 and moving the
+ * T1 to 12 KB, 1.1B shape, 2 threads, tg128 (Sapphire Rapids, alternated
+ * twice): Q4_K_M 39.9-40.5 -> 42.1-42.5 t/s, Q6_K 28.4-28.7 -> 31.5-32.3,
+ * Q5_K_M 30.3-30.6 -> 33.6-34.8, Q3_K_M 40.1-41.8 -> 42.7-43.0, Q2_K
+ * 47.5-48.0 -> 48.6-50.4; T1 at 3-6 KB with the T0 was worse than 8 KB
+ * without it. */
+INLINE void prefetch_block_ahead(const void *block, const size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) {
+        _mm_prefetch((const char *)block + o + 12288, _MM_HINT_T1);
+        _mm_prefetch((const char *)block + o + 1024, _MM_HINT_T0);
+    }
 }
 
 /* The 16 int32 lanes of a zmm folded to the reference's 8, then one FMA. */
@@ -186,7 +193,7 @@ INLINE void q6k_tile_row(int n, float *s, size_t ldo, const qt_block_q6_K *x, co
         acc[c] = _mm256_setzero_ps();
     }
     for (int i = 0; i < n / QK; i++) {
-        prefetch_block_l2(&x[i], sizeof x[i]);
+        prefetch_block_ahead(&x[i], sizeof x[i]);
         q6k_unpacked u;
         q6k_unpack(&x[i], &u);
         UNROLL for (int c = 0; c < C; c++)
@@ -282,7 +289,7 @@ INLINE void q6k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
             _mm_set1_ps(yb->d), _mm_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], 0, 0, 0, 0))));
         __m512i sums[4];
         UNROLL for (int r = 0; r < R; r++) {
-            prefetch_block_l2(xb[r], sizeof *xb[r]);
+            prefetch_block_ahead(xb[r], sizeof *xb[r]);
             const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[r]->scales));
             const __m512i sc = _mm512_zextsi256_si512(sc16);
             const __m512i off = _mm512_zextsi256_si512(_mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32)));
@@ -425,7 +432,7 @@ INLINE void q45k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_blo
         const __m128 yd = _mm_set1_ps(yb->d);
         UNROLL for (int r = 0; r < R; r++) {
             const uint8_t *xb = x + xs * (size_t)r + bs * (size_t)i;
-            prefetch_block_l2(xb, bs);
+            prefetch_block_ahead(xb, bs);
             const __m128 dd = d_dmin(xb, yd);
             const __m128i sm = k4_sm(xb + o_sc);
             const __m128i prod = _mm_madd_epi16(_mm_unpackhi_epi8(sm, _mm_setzero_si128()), b32);
@@ -477,7 +484,7 @@ INLINE void q45k_rows4(int n, float *s, const uint8_t *x, size_t xs, const qt_bl
         const uint8_t *xb[4];
         UNROLL for (int r = 0; r < 4; r++) {
             xb[r] = x + xs * (size_t)r + bs * (size_t)i;
-            prefetch_block_l2(xb[r], bs);
+            prefetch_block_ahead(xb[r], bs);
         }
         /* d, dmin of rows 0-3 in lanes 2r, 2r + 1, times y_d */
         uint32_t h[4];
@@ -566,7 +573,7 @@ INLINE void q2k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
         const __m128 yd = _mm_set1_ps(yb->d);
         UNROLL for (int r = 0; r < R; r++) {
             const qt_block_q2_K *xb = (const qt_block_q2_K *)(x + xs * (size_t)r) + i;
-            prefetch_block_l2(xb, sizeof *xb);
+            prefetch_block_ahead(xb, sizeof *xb);
             const __m128 dd = d_dmin(&xb->d, yd);
             const __m128i sm = _mm_loadu_si128((const __m128i *)xb->scales);
             const __m256i m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m15));
@@ -632,7 +639,7 @@ INLINE void q3k_rows(int n, float *s, const uint8_t *x, size_t xs, const qt_bloc
         const __m256 yd = _mm256_set1_ps(yb->d);
         UNROLL for (int r = 0; r < R; r++) {
             const qt_block_q3_K *xb = (const qt_block_q3_K *)(x + xs * (size_t)r) + i;
-            prefetch_block_l2(xb, sizeof *xb);
+            prefetch_block_ahead(xb, sizeof *xb);
             uint16_t dh;
             memcpy(&dh, &xb->d, sizeof dh);
             const __m256 d = _mm256_mul_ps(yd, _mm256_cvtph_ps(_mm_set1_epi16((short)dh)));
