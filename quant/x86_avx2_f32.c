@@ -131,7 +131,7 @@ static void rms_scale(int nt, int n, const float *x, const float *w, const float
 static void rmsnorm(int nt, int n, float *x, const float *y, const float *w, float eps, float *out)
 {
     float scale[QT_RMS_ROWS];
-    if (n % 8) {
+    if (n % 8 || nt == 1) { /* one row: qt_rms_scales_scalar says why */
         qt_rms_scales_scalar(nt, n, x, y, eps, scale);
         rms_scale(nt, n, x, w, scale, out);
         return;
