@@ -42,32 +42,21 @@ INLINE __m512 both_f16(const uint8_t *lo, const uint8_t *hi)
     return _mm512_cvtph_ps(h);
 }
 
-/* The lines of a block in each half (p0, p1) some way ahead, each line
- * once: two lines a block, and a third where `third` (the caller knows
- * its block size); `ahead` bytes on, into L1 (hint T0) or L2 (T1). */
-INLINE void prefetch_halves_at(const uint8_t *p0, const uint8_t *p1, int third, const int ahead, const int hint)
-{
-    const int n = third ? 3 : 2;
-    for (int l = 0; l < n; l++) {
-        if (hint == _MM_HINT_T0) {
-            _mm_prefetch((const char *)p0 + ahead + 64 * l, _MM_HINT_T0);
-            _mm_prefetch((const char *)p1 + ahead + 64 * l, _MM_HINT_T0);
-        } else {
-            _mm_prefetch((const char *)p0 + ahead + 64 * l, _MM_HINT_T1);
-            _mm_prefetch((const char *)p1 + ahead + 64 * l, _MM_HINT_T1);
-        }
-    }
-}
-
-/* 1 KB ahead into L1 and 3 KB into L2, as x86_avx512_repack.c's
+/* The lines of a block in each half (p0, p1), each line once: two lines
+ * a block, and a third where `third` (the caller knows its block size);
+ * 1 KB ahead into L1 and 3 KB into L2, as x86_avx512_repack.c's
  * gemv_x16 asks (tl-q5_1 tg128, Sapphire Rapids, 2 threads, alternated
  * twice: 35.1-35.5 t/s against 32.8-32.9 with the L1 prefetch alone;
  * tl-q5_0 35.7-36.0 against 35.4-35.5; 6 KB into L2 was slower than
  * none). */
 INLINE void prefetch_halves(const uint8_t *p0, const uint8_t *p1, int third)
 {
-    prefetch_halves_at(p0, p1, third, 1024, _MM_HINT_T0);
-    prefetch_halves_at(p0, p1, third, 3072, _MM_HINT_T1);
+    for (int o = 0; o < (third ? 192 : 128); o += 64) {
+        _mm_prefetch((const char *)p0 + 1024 + o, _MM_HINT_T0);
+        _mm_prefetch((const char *)p1 + 1024 + o, _MM_HINT_T0);
+        _mm_prefetch((const char *)p0 + 3072 + o, _MM_HINT_T1);
+        _mm_prefetch((const char *)p1 + 3072 + o, _MM_HINT_T1);
+    }
 }
 
 /* vec_dot's lanes k and k + 4 of one column and block: the exact sums of
