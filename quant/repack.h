@@ -129,18 +129,30 @@ typedef struct qt_rp_wide {
  * and Q5_1 likewise (QT_X16_Q5_0_BLOCK, QT_X16_Q5_1_BLOCK bytes a block):
  * the four chunks, then the 8 rows' qh (4 bytes each), then their d
  * (and Q5_1's m).
+ * Q8_0, also in vec_dot's order (qt_x16_dot), has each block's 16 f16
+ * scales (row r's at 2 r), 32 bytes a block, then each block's 16 rows'
+ * quants, 512 bytes a block (qt_x16_q8_0_scales, _quants): row r's 32
+ * bytes of qs[] as they are at 32 r, so that one 64-byte vector holds
+ * rows 2j and 2j + 1 (the same eight 4-byte sums per row as vec_dot's
+ * lanes).  The tile kernels read a row's block as one 32-byte run, both
+ * strides constant (in Q4_0's pairs of blocks their address arithmetic
+ * cost them 9%); the one-token kernel reads the group front to back, the
+ * scales it needs first first.
  * The layout changes where bytes are, never a result. */
 #define QT_X16_ROWS 16
 #define QT_X16_Q4_1_BLOCK (8 * 20)
 #define QT_X16_Q5_0_BLOCK (8 * 22)
 #define QT_X16_Q5_1_BLOCK (8 * 24)
-/* Where block b's quant bytes and scales sit in a group of nb blocks. */
+/* Where block b's quant bytes and scales sit in a Q4_0 or IQ4_NL group of
+ * nb blocks, and in a Q8_0 one. */
 static inline size_t qt_x16_quants(int b) { return (size_t)(b / 2) * 576 + (size_t)(b % 2) * 256; }
 static inline size_t qt_x16_scales(int b, int nb)
 {
     const int in_pair = nb - b / 2 * 2 < 2 ? 1 : 2;
     return (size_t)(b / 2) * 576 + (size_t)in_pair * 256 + (size_t)(b % 2) * 32;
 }
+static inline size_t qt_x16_q8_0_scales(int b) { return (size_t)b * 32; }
+static inline size_t qt_x16_q8_0_quants(int b, int nb) { return (size_t)nb * 32 + (size_t)b * 512; }
 /* A wide call writes each column's 16 outputs once, at the end of a chunk
  * of columns, ldo floats apart: lines of a matrix larger than the caches,
  * whose reads for ownership then held the stores back (6% of Q4_K's
@@ -236,6 +248,9 @@ void qt_avx2_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const 
 void qt_avx2_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
 void qt_avx512_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc);
+/* Q8_0's, with AVX512-VNNI (x86_avx512_x16_dot.c). */
+void qt_avx512_vnni_x16_dot_q8_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
                                  int nc);
 /* Q5_1's likewise (x86_avx2_x16_dot.c, x86_avx512_x16_dot.c). */
 void qt_avx2_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);

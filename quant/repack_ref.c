@@ -300,6 +300,7 @@ qt_x16_dot_fn qt_x16_dot(qt_type type)
         default: break;
         }
     }
+    if (type == QT_Q8_0 && qt_isa_active() == QT_ISA_AVX512_VNNI) return qt_avx512_vnni_x16_dot_q8_0;
     if (type == QT_Q5_0) {
         switch (qt_isa_active()) {
         case QT_ISA_AVX2: return qt_avx2_x16_dot_q5_0;
@@ -372,8 +373,29 @@ static void x16_half_block(qt_type type, int r, int b, int nb, uint8_t *blk, uin
 #undef X16_MOVE
 }
 
+/* Copies row r's Q8_0 block b (blk) to (to_x16) or from its places in a
+ * group of nb blocks (repack.h). */
+static void x16_q8_0_block(int r, int b, int nb, qt_block_q8_0 *blk, uint8_t *grp, bool to_x16)
+{
+    uint8_t *q = grp + qt_x16_q8_0_quants(b, nb) + 32 * (size_t)r, *d = grp + qt_x16_q8_0_scales(b) + 2 * (size_t)r;
+    if (to_x16) {
+        memcpy(q, blk->qs, sizeof blk->qs);
+        memcpy(d, &blk->d, sizeof blk->d);
+    } else {
+        memcpy(blk->qs, q, sizeof blk->qs);
+        memcpy(&blk->d, d, sizeof blk->d);
+    }
+}
+
 void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride, void *dst)
 {
+    if (type == QT_Q8_0) {
+        for (int r = 0; r < QT_X16_ROWS; r++)
+            for (int b = 0; b < n / QT_QK8_0; b++)
+                x16_q8_0_block(r, b, n / QT_QK8_0, (qt_block_q8_0 *)((uint8_t *)rows + (size_t)r * row_stride) + b, dst,
+                               true);
+        return;
+    }
     if (x16_by_halves(type)) {
         const size_t bs = qt_get(type)->type_size;
         for (int r = 0; r < QT_X16_ROWS; r++)
@@ -403,6 +425,10 @@ void qt_x16_interleave(qt_type type, int n, const void *rows, size_t row_stride,
 
 void qt_x16_row(qt_type type, int n, const void *src, int r, void *row)
 {
+    if (type == QT_Q8_0) {
+        for (int b = 0; b < n / QT_QK8_0; b++) x16_q8_0_block(r, b, n / QT_QK8_0, (qt_block_q8_0 *)row + b, (uint8_t *)src, false);
+        return;
+    }
     if (x16_by_halves(type)) {
         const size_t bs = qt_get(type)->type_size;
         for (int b = 0; b < n / 32; b++) x16_half_block(type, r, b, n / 32, (uint8_t *)row + b * bs, (uint8_t *)src, false);

@@ -81,13 +81,27 @@ INLINE __m256i dpbusd256(__m256i acc, __m256i u, __m256i s)
     return acc;
 }
 
+INLINE void consts_block(const int8_t *qs, uint16_t d, row_consts *k, int b)
+{
+    const __m256i corr = dpbusd256(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), load256(qs));
+    _mm256_storeu_si256((__m256i *)(k->init + 8 * b), _mm256_sub_epi32(_mm256_set1_epi32(MAGIC), corr));
+    k->d[b] = _cvtsh_ss(d);
+}
+
 static void row_consts_fill(const qt_block_q8_0 *x, int bn, row_consts *k)
 {
-    const __m256i u128 = _mm256_set1_epi8((char)0x80), magic = _mm256_set1_epi32(MAGIC);
+    for (int b = 0; b < bn; b++) consts_block(x[b].qs, x[b].d, k, b);
+}
+
+/* The same for blocks [b0, b0 + bn) of row `lane` of a Q8_0 group of nb
+ * blocks in the x16 layout (repack.h). */
+static void row_consts_fill_x16(const uint8_t *group, int lane, int b0, int bn, int nb, row_consts *k)
+{
+    const uint8_t *q = group + qt_x16_q8_0_quants(b0, nb) + 32 * lane, *d = group + qt_x16_q8_0_scales(b0) + 2 * lane;
     for (int b = 0; b < bn; b++) {
-        const __m256i corr = dpbusd256(_mm256_setzero_si256(), u128, load256(x[b].qs));
-        _mm256_storeu_si256((__m256i *)(k->init + 8 * b), _mm256_sub_epi32(magic, corr));
-        k->d[b] = _cvtsh_ss(x[b].d);
+        uint16_t h;
+        memcpy(&h, d + qt_x16_q8_0_scales(b), sizeof h);
+        consts_block((const int8_t *)q + qt_x16_q8_0_quants(b, 0), h, k, b);
     }
 }
 
@@ -100,8 +114,8 @@ static void row_consts_fill(const qt_block_q8_0 *x, int bn, row_consts *k)
  * where not NULL, are the same blocks of the next rows: asked for now,
  * spread over this work, so that they arrive before they are needed (the
  * hardware prefetchers see a burst of loads per row pair, then none). */
-INLINE void rows_chunk(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,
-                       const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR], size_t pf_block,
+INLINE void rows_chunk(const uint8_t *const x[NR], size_t xs, int bn, const row_consts *k, const uint8_t *tq,
+                       const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR],
                        const float (*m)[CHUNK], const float *tsy, __m512 sm[NR], const int nr, const int mins)
 {
     const __m512 magicf = _mm512_set1_ps(12582912.0f);
@@ -121,7 +135,7 @@ INLINE void rows_chunk(const qt_block_q8_0 *const x[NR], int bn, const row_const
         }
         __m512 d[NR];
         if (pf[0])
-            for (int i = 0; i < nr; i++) _mm_prefetch((const char *)pf[i] + (size_t)b * pf_block, _MM_HINT_T0);
+            for (int i = 0; i < nr; i++) _mm_prefetch((const char *)pf[i] + (size_t)b * xs, _MM_HINT_T0);
         const __m512 dy = _mm512_loadu_ps(tdy + 16 * b);
         for (int i = 0; i < nr; i++) d[i] = _mm512_mul_ps(_mm512_set1_ps(k[i].d[b]), dy);
         const uint8_t *yq = tq + (size_t)b * QT_TILE_COLS * QT_QK8_0;
@@ -131,7 +145,7 @@ INLINE void rows_chunk(const qt_block_q8_0 *const x[NR], int bn, const row_const
 #pragma GCC unroll 4
             for (int i = 0; i < nr; i++) {
                 int32_t xg;
-                memcpy(&xg, x[i][b].qs + 4 * g, sizeof xg);
+                memcpy(&xg, x[i] + (size_t)b * xs + 4 * g, sizeof xg);
                 const __m512i t = dpbusd(_mm512_set1_epi32(k[i].init[8 * b + g]), y, _mm512_set1_epi32(xg));
                 a[i][g] = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_castsi512_ps(t), magicf), d[i], a[i][g]);
             }
@@ -148,12 +162,12 @@ INLINE void rows_chunk(const qt_block_q8_0 *const x[NR], int bn, const row_const
 }
 
 #define ROWS_CHUNK_N(n, mins)                                                                                        \
-    static void rows_chunk_##n##_##mins(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k,             \
+    static void rows_chunk_##n##_##mins(const uint8_t *const x[NR], size_t xs, int bn, const row_consts *k,        \
                                         const uint8_t *tq, const float *tdy, __m512 acc[NR][8], bool first,         \
-                                        const uint8_t *const pf[NR], size_t pf_block, const float (*m)[CHUNK],      \
-                                        const float *tsy, __m512 sm[NR])                                            \
+                                        const uint8_t *const pf[NR], const float (*m)[CHUNK], const float *tsy,     \
+                                        __m512 sm[NR])                                                              \
     {                                                                                                                \
-        rows_chunk(x, bn, k, tq, tdy, acc, first, pf, pf_block, m, tsy, sm, n, mins);                              \
+        rows_chunk(x, xs, bn, k, tq, tdy, acc, first, pf, m, tsy, sm, n, mins);                                    \
     }
 ROWS_CHUNK_N(1, 0)
 ROWS_CHUNK_N(2, 0)
@@ -164,9 +178,9 @@ ROWS_CHUNK_N(3, 0)
 ROWS_CHUNK_N(3, 1)
 #endif
 
-typedef void (*rows_chunk_fn)(const qt_block_q8_0 *const x[NR], int bn, const row_consts *k, const uint8_t *tq,
+typedef void (*rows_chunk_fn)(const uint8_t *const x[NR], size_t xs, int bn, const row_consts *k, const uint8_t *tq,
                               const float *tdy, __m512 acc[NR][8], bool first, const uint8_t *const pf[NR],
-                              size_t pf_block, const float (*m)[CHUNK], const float *tsy, __m512 sm[NR]);
+                              const float (*m)[CHUNK], const float *tsy, __m512 sm[NR]);
 
 /* The 32 nibbles of a 4-bit block's 16 bytes q as bytes in element order
  * (low nibbles elements 0-15, high nibbles 16-31). */
@@ -285,11 +299,13 @@ INLINE __m512 hsum8_lanes(const __m512 a[8])
 
 /* Where row r's blocks start (*lane 0), or with x16 (Q4_1, Q5_0: half
  * blocks of hb bytes) the first block of the half of a group that holds
- * it, at lane *lane. */
-INLINE const uint8_t *row_blocks(const void *w, size_t w_stride, int nb, int r, int *lane, const int x16, size_t hb)
+ * it, at lane *lane (Q8_0: the group, and the row in it). */
+INLINE const uint8_t *row_blocks(const void *w, size_t w_stride, int nb, int r, int *lane, const int x16, size_t hb,
+                                 const int q8)
 {
-    *lane = x16 ? r % 8 : 0;
+    *lane = x16 ? r % (q8 ? QT_X16_ROWS : 8) : 0;
     if (!x16) return (const uint8_t *)w + (size_t)r * w_stride;
+    if (q8) return (const uint8_t *)w + (size_t)(r / QT_X16_ROWS) * QT_X16_ROWS * w_stride;
     return (const uint8_t *)w + (size_t)(r / QT_X16_ROWS) * QT_X16_ROWS * w_stride +
            (size_t)(r % QT_X16_ROWS / 8) * nb * hb;
 }
@@ -298,9 +314,12 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
                       float *out, size_t out_stride, const int x16)
 {
     /* q41: the types with an m (Q4_1, Q5_1); else Q8_0 */
-    const int q5 = type == QT_Q5_0, q41 = type == QT_Q4_1 || type == QT_Q5_1, decoded = q5 || q41;
-    /* bytes from a row's block to its next (x16: the half's next) */
+    const int q5 = type == QT_Q5_0, q41 = type == QT_Q4_1 || type == QT_Q5_1, q8x = x16 && type == QT_Q8_0,
+              decoded = q5 || q41;
+    /* bytes from a row's block to its next (x16: the half's next; Q8_0:
+     * its group's) */
     const size_t xs = !x16                  ? qt_get(type)->type_size
+                      : q8x                 ? qt_x16_q8_0_quants(1, 0)
                       : q5                  ? QT_X16_Q5_0_BLOCK
                       : type == QT_Q5_1     ? QT_X16_Q5_1_BLOCK
                                             : QT_X16_Q4_1_BLOCK;
@@ -331,33 +350,41 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
             const int nr = nrows - r < NR ? nrows - r : NR;
             const uint8_t *x[NR];
             int lane[NR];
-            for (int i = 0; i < NR; i++) x[i] = row_blocks(w, w_stride, nb, r + i % nr, &lane[i], x16, xs);
+            for (int i = 0; i < NR; i++) x[i] = row_blocks(w, w_stride, nb, r + i % nr, &lane[i], x16, xs, q8x);
             for (int b0 = 0; b0 < nb; b0 += CHUNK) {
                 const int bn = nb - b0 < CHUNK ? nb - b0 : CHUNK;
-                const qt_block_q8_0 *xc[NR];
+                /* the chunk's first block's quants, the next xs bytes on */
+                const uint8_t *xc[NR];
                 const uint8_t *pf[NR];
                 for (int i = 0; i < NR; i++) {
-                    xc[i] = decoded ? dec[i] : (const qt_block_q8_0 *)x[i] + b0;
+                    xc[i] = decoded ? (const uint8_t *)dec[i]->qs
+                            : q8x   ? x[i] + qt_x16_q8_0_quants(b0, nb) + 32 * (size_t)lane[i]
+                                    : (const uint8_t *)((const qt_block_q8_0 *)x[i] + b0)->qs;
                     pf[i] = NULL;
                 }
                 if (r + NR < nrows)
                     for (int i = 0; i < NR; i++) {
                         int l;
-                        pf[i] = row_blocks(w, w_stride, nb, r + NR + i % (nrows - r - NR), &l, x16, xs) +
-                                (size_t)b0 * xs;
+                        const uint8_t *p = row_blocks(w, w_stride, nb, r + NR + i % (nrows - r - NR), &l, x16, xs, q8x);
+                        pf[i] = q8x ? p + qt_x16_q8_0_quants(b0, nb) + 32 * (size_t)l : p + (size_t)b0 * xs;
                     }
                 for (int i = 0; i < nr; i++) {
+                    if (q8x) {
+                        row_consts_fill_x16(x[i], lane[i], b0, bn, nb, &k[i]);
+                        continue;
+                    }
                     if (x16) decode_x16(type, x[i] + (size_t)b0 * xs, lane[i], bn, dec[i], mx[i]);
                     else if (q5) decode_q5_0((const qt_block_q5_0 *)x[i] + b0, bn, dec[i]);
                     else if (type == QT_Q4_1) decode_q4_1((const qt_block_q4_1 *)x[i] + b0, bn, dec[i], mx[i]);
                     else if (type == QT_Q5_1) decode_q5_1((const qt_block_q5_1 *)x[i] + b0, bn, dec[i], mx[i]);
-                    row_consts_fill(xc[i], bn, &k[i]);
+                    row_consts_fill(decoded ? dec[i] : (const qt_block_q8_0 *)x[i] + b0, bn, &k[i]);
                 }
                 for (int t = 0; t < nt; t++) {
                     const uint8_t *tq = (const uint8_t *)packed + (size_t)(t0 + t) * tile_bytes;
                     const float *tdy = (const float *)(tq + tile_qs) + (size_t)b0 * QT_TILE_COLS;
                     tq += (size_t)b0 * QT_TILE_COLS * QT_QK8_0;
-                    chunk_fn[q41][nr - 1](xc, bn, k, tq, tdy, acc[t], b0 == 0, pf, xs, (const float(*)[CHUNK])mx,
+                    chunk_fn[q41][nr - 1](xc, decoded ? sizeof(qt_block_q8_0) : xs, bn, k, tq, tdy, acc[t], b0 == 0, pf,
+                                          (const float(*)[CHUNK])mx,
                                           tdy + (size_t)nb * QT_TILE_COLS, sm[t]);
                     pf[0] = NULL; /* once per pass is enough */
                 }
@@ -384,11 +411,13 @@ void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride,
 
 /* Q4_1, Q5_0 and Q5_1 from the x16 layout: the rows' blocks decoded from their
  * lanes (4 dwords a block instead of one 16-byte load, once per pass),
- * then the same work and bits as from rows. */
+ * then the same work and bits as from rows; Q8_0's read where they are. */
 void qt_avx512_vnni_tb_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                            int ncols, float *out, size_t out_stride)
 {
-    if (type == QT_Q5_0)
+    if (type == QT_Q8_0)
+        tb_kernel(QT_Q8_0, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+    else if (type == QT_Q5_0)
         tb_kernel(QT_Q5_0, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
     else if (type == QT_Q5_1)
         tb_kernel(QT_Q5_1, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);

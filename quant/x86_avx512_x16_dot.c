@@ -188,6 +188,99 @@ INLINE void cols_q5_0(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
     for (int c = 0; c < ncol; c++) _mm512_storeu_ps(s + (size_t)c * ldo, lanes_sum(acc[c]));
 }
 
+/* Q8_0 (AVX512-VNNI only): vector j of a block holds rows 2j and 2j + 1,
+ * 32 bytes each, so its sixteen 4-byte sums are those rows' vec_dot
+ * lanes, and acc[j] carries them (the Q4_1 kernels' acc[k] holds lane k
+ * of 16 rows instead: there one nibble split serves 16 rows, here there
+ * is nothing to split, and a row's block stays one run for the tile
+ * kernels).  vpdpbusd wants one operand unsigned: the weights flipped to
+ * x + 128 (one xor per vector, shared by the columns) and the column's
+ * signed bytes, broadcast to both halves, from -128·Σy per lane (a dword
+ * per lane, made once per block and column), leave Σxy exactly, -128s
+ * included.  The scale dx·dy, one product per row as vec_dot's, is
+ * spread to each row's lanes by a permute. */
+INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s)
+{
+    __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+    return acc;
+}
+
+/* hsum_ps of each 256-bit half of a, as a float pair: rows 2j (lane 0)
+ * and 2j + 1 (lane 8); the same additions as qt_hsum8's, in its order. */
+INLINE __m512 halves_sum(__m512 a)
+{
+    a = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(2, 3, 0, 1))); /* i + (i + 4) */
+    a = _mm512_add_ps(a, _mm512_permute_ps(a, _MM_SHUFFLE(1, 0, 3, 2)));        /* (0 + 2), (1 + 3) */
+    return _mm512_add_ps(a, _mm512_permute_ps(a, _MM_SHUFFLE(2, 3, 0, 1)));     /* + each other */
+}
+
+/* The lines of a block's quants, 1 KB ahead into L1 and 3 KB into L2 as
+ * prefetch_halves asks; past the group's last block that is the next
+ * group, its scales first (repack.h), in the order they are read. */
+INLINE void prefetch_q8_0(const uint8_t *q)
+{
+    for (int o = 0; o < 512; o += 64) {
+        _mm_prefetch((const char *)q + 1024 + o, _MM_HINT_T0);
+        _mm_prefetch((const char *)q + 3072 + o, _MM_HINT_T1);
+    }
+}
+
+INLINE void cols_q8_0(int nb, float *s, size_t ldo, const uint8_t *g, const qt_block_q8_0 *const *y, const int ncol)
+{
+    __m512 acc[2][8];
+#pragma GCC unroll 2
+    for (int c = 0; c < ncol; c++)
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) acc[c][j] = _mm512_setzero_ps();
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *q = g + qt_x16_q8_0_quants(b, nb);
+        prefetch_q8_0(q);
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(g + qt_x16_q8_0_scales(b))));
+        __m512 d[2];
+        __m512i yb[2], init[2];
+#pragma GCC unroll 2
+        for (int c = 0; c < ncol; c++) {
+            d[c] = _mm512_mul_ps(dx, _mm512_set1_ps(_cvtsh_ss(y[c][b].d)));
+            yb[c] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[c][b].qs));
+            init[c] = _mm512_sub_epi32(_mm512_setzero_si512(), dpbusd(_mm512_setzero_si512(), flip, yb[c]));
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const __m512i x = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * j), flip);
+            const __m512i rows = _mm512_set_epi32(2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1, 2 * j + 1,
+                                                  2 * j + 1, 2 * j + 1, 2 * j, 2 * j, 2 * j, 2 * j, 2 * j, 2 * j,
+                                                  2 * j, 2 * j);
+#pragma GCC unroll 2
+            for (int c = 0; c < ncol; c++)
+                acc[c][j] = _mm512_fmadd_ps(_mm512_permutexvar_ps(rows, d[c]),
+                                            _mm512_cvtepi32_ps(dpbusd(init[c], x, yb[c])), acc[c][j]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int c = 0; c < ncol; c++) {
+        _Alignas(64) float h[16], o[16];
+        for (int j = 0; j < 8; j++) {
+            _mm512_store_ps(h, halves_sum(acc[c][j]));
+            o[2 * j] = h[0], o[2 * j + 1] = h[8];
+        }
+        _mm512_storeu_ps(s + (size_t)c * ldo, _mm512_load_ps(o));
+    }
+}
+
+void qt_avx512_vnni_x16_dot_q8_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc)
+{
+    for (int c = 0; c < nc; c += 2) {
+        const qt_block_q8_0 *yc[2] = {(const qt_block_q8_0 *)((const uint8_t *)y + (size_t)c * y_stride),
+                                      (const qt_block_q8_0 *)((const uint8_t *)y + (size_t)(c + (nc - c >= 2)) * y_stride)};
+        if (nc - c >= 2)
+            cols_q8_0(n / 32, s + (size_t)c * ldo, ldo, group, yc, 2);
+        else
+            cols_q8_0(n / 32, s + (size_t)c * ldo, ldo, group, yc, 1);
+    }
+}
+
 /* A group's rows times nc columns (Q5_0 times Q8_0 where q5 == 1, Q5_1
  * times Q8_1 where q5 == 2, else Q4_1 times Q8_1), two columns at a time,
  * then the last one alone. */

@@ -549,7 +549,7 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
 }
 
 #if defined(__x86_64__)
-/* An x16 kernel of vec_dot's order (Q4_1, Q5_0, Q5_1) against the reference
+/* An x16 kernel of vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0) against the reference
  * vec_dot, bit for bit, over random rows (quants and high bits at both
  * ends, signed scales and mins), activations at their extremes (-128 and
  * 127 included), block counts 1 to 70 and 1 to 20 columns (one column
@@ -582,6 +582,10 @@ static void test_x16_dot(const char *name, qt_type type, qt_x16_dot_fn kernel) {
                         memset(x->qs, r ? 0xff : 0x00, sizeof x->qs);
                         memset(x->qh, r ? 0xff : 0x00, sizeof x->qh);
                     }
+                } else if (type == QT_Q8_0) {
+                    qt_block_q8_0 *x = (qt_block_q8_0 *)(w + r * row) + b;
+                    x->d = qt_f32_to_f16((float)rng_normal() * 0.01f);
+                    if (b == 0 && r < 2) memset(x->qs, r ? 0x7f : 0x80, sizeof x->qs); /* 127 and -128 throughout */
                 } else {
                     qt_block_q5_0 *x = (qt_block_q5_0 *)(w + r * row) + b;
                     x->d = qt_f32_to_f16((float)rng_normal() * 0.01f);
@@ -632,7 +636,8 @@ int main(void) {
         {"avx2", QT_ISA_AVX2, QT_Q5_1, qt_avx2_x16_dot_q5_1},
         {"avx2-vnni", QT_ISA_AVX2_VNNI, QT_Q5_1, qt_avx2_vnni_x16_dot_q5_1},
         {"avx512", QT_ISA_AVX512, QT_Q5_1, qt_avx512_x16_dot_q5_1},
-        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q5_1, qt_avx512_vnni_x16_dot_q5_1}};
+        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q5_1, qt_avx512_vnni_x16_dot_q5_1},
+        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q8_0, qt_avx512_vnni_x16_dot_q8_0}};
     for (size_t j = 0; j < sizeof x16 / sizeof x16[0]; j++) {
         if (qt_isa_supported(qt_cpu(), x16[j].isa))
             test_x16_dot(x16[j].name, x16[j].type, x16[j].fn);
@@ -696,6 +701,9 @@ int main(void) {
     test_x16_matmul(QT_Q5_0, 40, 7 * 32, 9);
     test_x16_matmul(QT_Q5_0, 64, 576, 20);
     test_x16_matmul(QT_Q5_0, 56, 3 * 32, 12);
+    test_x16_matmul(QT_Q8_0, 40, 7 * 32, 9); /* an odd block count: a last block without its pair */
+    test_x16_matmul(QT_Q8_0, 64, 576, 20);
+    test_x16_matmul(QT_Q8_0, 56, 3 * 32, 12);
     test_x16_matmul(QT_Q5_1, 40, 7 * 32, 9);
     test_x16_matmul(QT_Q5_1, 56, 3 * 32, 20);
     test_rows_wide(QT_Q4_K, 48, 2 * QT_QK_K, 5);

@@ -247,7 +247,7 @@ int qlm_bench_kernels(int argc, char **argv)
            "gemv for the types it repacks, else vec_dot's order (through the tile kernel where the\n"
            "level has one, except for the legacy types, which stream faster row by row over the 2 MB\n"
            "pages a model's copy sits in); x16 layout: the same gemv over weights interleaved as a\n"
-           "model's are at load (Q4_0, Q4_K, Q2_K, IQ4_NL; Q4_1 in vec_dot's order).\n");
+           "model's are at load (Q4_0, Q4_K, Q2_K, IQ4_NL; Q4_1, Q5_0, Q5_1, Q8_0 in vec_dot's order).\n");
     free(x); free(y); free(wf);
     return rc;
 }
