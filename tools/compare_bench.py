@@ -7,8 +7,10 @@ per test (ppN, tgN) the mean tokens/s of each and the qlm/llama.cpp ratio
 with its spread over the rounds.  Alternating rounds is what makes a ratio
 trustworthy on a shared machine: a slow minute hits both sides.
 
-It also measures memory read bandwidth (`qlm bench --bandwidth`) and prints
-the decode ceiling: bandwidth / bytes of weights read per generated token.
+It also measures memory read bandwidth (`qlm bench --bandwidth`) after
+every round and prints the decode ceiling: the median bandwidth / bytes of
+weights read per generated token (one probe swung from 26 to 31 GB/s
+between consecutive calls; the median of one per round damps that).
 
 llama-bench comes from tools/build_llamacpp.sh (the llama-cpp-python source
 package, built outside the repository); nothing of llama.cpp lands here.
@@ -166,6 +168,8 @@ def compare(model, a):
     """Alternating rounds on one model; prints its table and returns
     (test, llama.cpp mean, qlm mean, ratio text) rows."""
     llama, ours = {}, {}
+    per_tok = weight_bytes_per_token(model)
+    probes = []
     if a.evict:
         evict(model)
     for rnd in range(a.rounds):
@@ -176,7 +180,8 @@ def compare(model, a):
             for test, ts in fn(model, a).items():
                 acc.setdefault(test, []).append(ts)
                 print(f"round {rnd + 1}: {name} {test} {ts:.2f} t/s", file=sys.stderr)
-        print(f"round {rnd + 1}/{a.rounds} done", file=sys.stderr)
+        probes.append(bandwidth(a.threads, max(1, per_tok >> 20)))
+        print(f"round {rnd + 1}/{a.rounds} done (read bandwidth {probes[-1]:.1f} GB/s)", file=sys.stderr)
 
     print(f"model {model}, {a.threads} threads, {a.rounds} alternating rounds x {a.reps} reps"
           f"{', weights read into memory (--no-mmap)' if a.no_mmap else ''}")
@@ -196,12 +201,12 @@ def compare(model, a):
     # Read bandwidth over a buffer the size of the weights is the ceiling
     # that matters: a small model can sit in a large last-level cache, and
     # then decode is bounded by cache, not DRAM, bandwidth.
-    per_tok = weight_bytes_per_token(model)
     bw_dram = bandwidth(a.threads, 1024)
-    bw = bandwidth(a.threads, max(1, per_tok >> 20))
+    bw = statistics.median(probes)
     ceiling = bw * 1e9 / per_tok if per_tok else 0
-    print(f"\nread bandwidth {bw:.1f} GB/s over {per_tok / 1e6:.0f} MB (the weights read per token), "
-          f"{bw_dram:.1f} GB/s over 1 GiB; decode ceiling {ceiling:.0f} t/s")
+    print(f"\nread bandwidth {bw:.1f} GB/s over {per_tok / 1e6:.0f} MB (the weights read per token; median of "
+          f"{len(probes)}, {min(probes):.1f}..{max(probes):.1f}), {bw_dram:.1f} GB/s over 1 GiB; "
+          f"decode ceiling {ceiling:.0f} t/s")
     if not a.no_mmap:
         print(f"the file maps {100 * huge_mapped(model):.0f}% in 2 MB pages (the rest in 4 KB pages, which read slower)")
     # (after some context the cache's rows are read too: no ceiling from
