@@ -190,7 +190,7 @@ void qt_rp_prep_none(int n, int col, int ncols, void *aux, const void *y);
 
 /* Whether this type has the x16 layout and this CPU a kernel for it. */
 bool qt_x16_available(qt_type type);
-/* For a type whose x16 layout keeps vec_dot's order (Q4_1, Q5_0, Q5_1): s[c * ldo + r]
+/* For a type whose x16 layout keeps vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0): s[c * ldo + r]
  * = vec_dot(row r of the group, column c) for r < 16, c < nc, bit for bit;
  * column c at y + c * y_stride. */
 typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
@@ -200,7 +200,11 @@ typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, co
  * shape's pp512 1.1-1.3x, tg64 within its noise), and the AVX-512 levels
  * one of 16 rows per vector (that Sapphire Rapids: tg64 1.25-1.57x); Q5_0
  * and Q5_1 likewise (a Xeon, 1.1B shape in Q5_0: tg64 1.21-1.24x at
- * AVX-512 VNNI).  At AVX-512 VNNI, batches of QT_TILE_MIN_COLS or more
+ * AVX-512 VNNI); Q8_0 at AVX-512 VNNI only (that Xeon: tg128 1.06-1.22x;
+ * its rows at AVX2-VNNI ran as fast as this layout at AVX-512 VNNI,
+ * 25.0-26.7 against 24.5-26.9 t/s, and without VNNI the work per row is
+ * the same in either layout).
+ * At AVX-512 VNNI, batches of QT_TILE_MIN_COLS or more
  * columns still take
  * the tile kernels, which take them with fewer operations a product and
  * read the groups as they are (tiles.h: kernel_x16). */
