@@ -62,12 +62,6 @@ typedef struct wblock {
     bool has_min;
 } wblock;
 
-INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s)
-{
-    __asm__(QT_X86_DPBUSD : "+v"(acc) : "v"(u), "v"(s));
-    return acc;
-}
-
 INLINE __m512i dpwssd(__m512i acc, __m512i a, __m512i b)
 {
     __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
@@ -209,7 +203,7 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
 #pragma GCC unroll 4
         for (int m = 0; m < 4; m++) {
             const __m512i q = _mm512_loadu_si512((const void *)(wb->q + 64 * m));
-            dot = dpbusd(dot, q, _mm512_shuffle_epi8(scl, lane_index(m)));
+            dot = qt_dpbusd512(dot, q, _mm512_shuffle_epi8(scl, lane_index(m)));
             _mm512_storeu_si512((void *)(wb->q + 64 * m), _mm512_sub_epi8(q, bias8));
         }
         wb->corr = 128 * (_mm512_reduce_add_epi32(dot) - 16 * bias * _mm512_reduce_add_epi32(sc));
@@ -247,7 +241,7 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[2], __m512 ac
                 memcpy(&qg, wb[i].q + 4 * g, sizeof qg);
                 const __m512i u = _mm512_set1_epi32(qg);
 #pragma GCC unroll 2
-                for (int t = 0; t < nt; t++) sj[i][t] = sgn ? dpbusd(sj[i][t], y[t], u) : dpbusd(sj[i][t], u, y[t]);
+                for (int t = 0; t < nt; t++) sj[i][t] = sgn ? qt_dpbusd512(sj[i][t], y[t], u) : qt_dpbusd512(sj[i][t], u, y[t]);
             }
         }
 #pragma GCC unroll 4

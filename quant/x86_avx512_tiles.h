@@ -22,6 +22,15 @@ static inline __attribute__((always_inline)) void qt_tiles_flush(float *out, siz
         }
 }
 
+/* acc + the sums of u (unsigned bytes) times s (signed) over each 4-byte
+ * group: vpdpbusd as inline asm, so the files need no -mavx512vnni (only
+ * run at the AVX512-VNNI level). */
+static inline __attribute__((always_inline)) __m512i qt_dpbusd512(__m512i acc, __m512i u, __m512i s)
+{
+    __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+    return acc;
+}
+
 /* 16 registers of 16 floats transposed in place: v[j] lane c -> v[c] lane
  * j.  A kernel whose register i holds row i of 16 columns then has each
  * column's 16 rows in one register, one store to the output. */

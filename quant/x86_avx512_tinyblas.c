@@ -69,12 +69,6 @@ typedef struct row_consts {
     float d[CHUNK];          /* d_w per block */
 } row_consts;
 
-INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s)
-{
-    __asm__(QT_X86_DPBUSD : "+v"(acc) : "v"(u), "v"(s));
-    return acc;
-}
-
 INLINE __m256i dpbusd256(__m256i acc, __m256i u, __m256i s)
 {
     __asm__(QT_X86_DPBUSD : "+v"(acc) : "v"(u), "v"(s));
@@ -146,7 +140,7 @@ INLINE void rows_chunk(const uint8_t *const x[NR], size_t xs, int bn, const row_
             for (int i = 0; i < nr; i++) {
                 int32_t xg;
                 memcpy(&xg, x[i] + (size_t)b * xs + 4 * g, sizeof xg);
-                const __m512i t = dpbusd(_mm512_set1_epi32(k[i].init[8 * b + g]), y, _mm512_set1_epi32(xg));
+                const __m512i t = qt_dpbusd512(_mm512_set1_epi32(k[i].init[8 * b + g]), y, _mm512_set1_epi32(xg));
                 a[i][g] = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_castsi512_ps(t), magicf), d[i], a[i][g]);
             }
         }

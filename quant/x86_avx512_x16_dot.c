@@ -24,6 +24,7 @@
 
 #include "blocks.h"
 #include "repack.h"
+#include "x86_avx512_tiles.h"
 #include "x86_avx512_wide.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -199,12 +200,6 @@ INLINE void cols_q5_0(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
  * per lane, made once per block and column), leave Σxy exactly, -128s
  * included.  The scale dx·dy, one product per row as vec_dot's, is
  * spread to each row's lanes by a permute. */
-INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s)
-{
-    __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
-    return acc;
-}
-
 /* hsum_ps of each 256-bit half of a, as a float pair: rows 2j (lane 0)
  * and 2j + 1 (lane 8); the same additions as qt_hsum8's, in its order. */
 INLINE __m512 halves_sum(__m512 a)
@@ -243,7 +238,7 @@ INLINE void cols_q8_0(int nb, float *s, size_t ldo, const uint8_t *g, const qt_b
         for (int c = 0; c < ncol; c++) {
             d[c] = _mm512_mul_ps(dx, _mm512_set1_ps(_cvtsh_ss(y[c][b].d)));
             yb[c] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[c][b].qs));
-            init[c] = _mm512_sub_epi32(_mm512_setzero_si512(), dpbusd(_mm512_setzero_si512(), flip, yb[c]));
+            init[c] = _mm512_sub_epi32(_mm512_setzero_si512(), qt_dpbusd512(_mm512_setzero_si512(), flip, yb[c]));
         }
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
@@ -254,7 +249,7 @@ INLINE void cols_q8_0(int nb, float *s, size_t ldo, const uint8_t *g, const qt_b
 #pragma GCC unroll 2
             for (int c = 0; c < ncol; c++)
                 acc[c][j] = _mm512_fmadd_ps(_mm512_permutexvar_ps(rows, d[c]),
-                                            _mm512_cvtepi32_ps(dpbusd(init[c], x, yb[c])), acc[c][j]);
+                                            _mm512_cvtepi32_ps(qt_dpbusd512(init[c], x, yb[c])), acc[c][j]);
         }
     }
 #pragma GCC unroll 2
