@@ -121,6 +121,11 @@ typedef struct qt_rp_wide {
  * dmin and the scales; Q2_K: the scales) at 16 r; Q2_K then each row's d
  * and dmin at 256 + 4 r; then the quants, the 4-byte groups k of bytes
  * 32g..32g+31 of qs[] at 64 (8g + k) from there, row r's at 4 r.
+ * Where AMX runs, Q2_K is not repacked (qt_repack_applies) and the same
+ * layout serves vec_dot's order (qt_x16_dot): chunk 8h + k is lane k of
+ * four sub-blocks for all 16 rows; its batches' tile kernels turn each
+ * super-block back into the rows' blocks (tiles.h: kernel_x16).  Q4_K
+ * keeps its rows there (x86_avx512_repack_k.c says why).
  * Q4_1, which llama.cpp does not repack, keeps vec_dot's order over its own
  * x16 layout (qt_x16_dot, below): the group's rows 0-7, then rows 8-15,
  * each half its blocks in turn, QT_X16_Q4_1_BLOCK bytes a block: four
@@ -190,7 +195,7 @@ void qt_rp_prep_none(int n, int col, int ncols, void *aux, const void *y);
 
 /* Whether this type has the x16 layout and this CPU a kernel for it. */
 bool qt_x16_available(qt_type type);
-/* For a type whose x16 layout keeps vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0): s[c * ldo + r]
+/* For a type whose x16 layout keeps vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0; Q2_K where AMX runs): s[c * ldo + r]
  * = vec_dot(row r of the group, column c) for r < 16, c < nc, bit for bit;
  * column c at y + c * y_stride. */
 typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
@@ -255,6 +260,10 @@ void qt_avx512_vnni_x16_dot_q5_0(int n, float *s, size_t ldo, const void *group,
                                  int nc);
 /* Q8_0's, with AVX512-VNNI (x86_avx512_x16_dot.c). */
 void qt_avx512_vnni_x16_dot_q8_0(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc);
+/* Q2_K's in vec_dot's order, with AVX512-VNNI (x86_avx512_repack_k.c): where
+ * AMX runs its batches (the Q2_K layout above serves that order too). */
+void qt_avx512_vnni_x16_dot_q2_K(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
                                  int nc);
 /* Q5_1's likewise (x86_avx2_x16_dot.c, x86_avx512_x16_dot.c). */
 void qt_avx2_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);

@@ -301,6 +301,10 @@ qt_x16_dot_fn qt_x16_dot(qt_type type)
         }
     }
     if (type == QT_Q8_0 && qt_isa_active() == QT_ISA_AVX512_VNNI) return qt_avx512_vnni_x16_dot_q8_0;
+    /* only where Q2_K is not repacked for AMX's sake (qt_repack_applies):
+     * elsewhere its x16 layout serves the repacked orders */
+    if (type == QT_Q2_K && qt_isa_active() == QT_ISA_AVX512_VNNI && qt_amx_active())
+        return qt_avx512_vnni_x16_dot_q2_K;
     if (type == QT_Q5_0) {
         switch (qt_isa_active()) {
         case QT_ISA_AVX2: return qt_avx2_x16_dot_q5_0;

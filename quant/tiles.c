@@ -162,7 +162,7 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
     static const qt_tiles q8_1 = {.pack_size = q8_1_pack_size, .pack = qt_avx512_vnni_tb_pack_q8_1,
                                    .kernel = qt_avx512_vnni_tb_q8_0, .kernel_x16 = qt_avx512_vnni_tb_x16};
     static const qt_tiles k = {.pack_size = q8_K_pack_size, .pack = q8_K_pack, .kernel = qt_avx512_vnni_tiled,
-                               .pass_cols = 256};
+                               .pass_cols = 256, .kernel_x16 = qt_avx512_vnni_tiled_x16};
     switch (type) {
     case QT_Q8_0: case QT_Q5_0: return &q8_0;
     case QT_Q4_1: case QT_Q5_1: return &q8_1;
@@ -183,7 +183,7 @@ const qt_tiles *qt_tiles_avx2(qt_type type)
 const qt_tiles *qt_tiles_amx(qt_type type)
 {
     static const qt_tiles k = {.pack_size = q8_K_pack_size, .pack = q8_K_pack, .kernel = qt_amx_tiled,
-                               .pass_cols = 512, .pack_f32 = qt_amx_pack_q8_K_f32};
+                               .pass_cols = 512, .pack_f32 = qt_amx_pack_q8_K_f32, .kernel_x16 = qt_amx_tiled_x16};
     return qt_amx_tiled_has(type) ? &k : NULL;
 }
 #endif

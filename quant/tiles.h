@@ -80,9 +80,11 @@ typedef struct qt_tiles {
      * writing and re-reading the quantized rows; NULL: quantize, then pack */
     void (*pack_f32)(int n, const float *x, int ncols, int tile, void *packed);
     /* kernel's outputs, bit for bit, from weights in the x16 layout of a
-     * type whose layout keeps vec_dot's order (repack.h: qt_x16_dot): w is
-     * a group's first byte, w_stride the row size, and the nrows rows lie
-     * in whole groups; NULL: such weights never take this set */
+     * type with a qt_x16_dot (repack.h: Q4_1, Q5_0, Q5_1, Q8_0, and Q2_K
+     * where AMX runs; the K-quant sets turn each super-block of a group
+     * back into its rows' blocks): w is a group's first byte, w_stride
+     * the row size, and the nrows rows lie in whole groups; NULL: such
+     * weights never take this set */
     qt_tile_kernel_fn kernel_x16;
     /* the outputs are in the i16 order (above), not in the order of the
      * path the set stands for */
@@ -149,6 +151,8 @@ void qt_avx512_vnni_tb_pack_q8_1(int n, const void *y, size_t y_stride, int ncol
 void qt_avx512_vnni_tb_pack_q8_0_f32(int n, const float *x, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                           int ncols, float *out, size_t out_stride);
+void qt_avx512_vnni_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                              int ncols, float *out, size_t out_stride);
 /* The AVX2 set (the i16 order; Q8_0 only) whatever QLM_ISA says, or NULL. */
 const qt_tiles *qt_tiles_avx2(qt_type type);
 size_t qt_avx2_i16_pack_size(int n, int ncols);
@@ -163,6 +167,9 @@ bool qt_amx_tiled_has(qt_type type);
 void qt_amx_pack_q8_K_f32(int n, const float *x, int ncols, int tile, void *packed);
 void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
                   float *out, size_t out_stride);
+/* The same from whole groups of the x16 layout (Q4_K, Q2_K; repack.h). */
+void qt_amx_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
+                      float *out, size_t out_stride);
 #endif
 
 #endif

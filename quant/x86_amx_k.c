@@ -363,12 +363,15 @@ INLINE void write_tile(float *out, size_t out_stride, int col, int cols, int r0,
     for (int c = 0; c < cols; c++) _mm512_mask_storeu_ps(out + (size_t)(col + c) * out_stride + r0, m, v[c]);
 }
 
+/* x16: w is whole groups of repack.h's x16 layout (Q4_K, Q2_K), each
+ * super-block of a group's 16 rows turned back into their blocks first */
 INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
-                float *out, size_t out_stride)
+                float *out, size_t out_stride, const int x16)
 {
     const int nb = n / QT_QK_K;
     const size_t wbytes = qt_get(type)->type_size, tile_bytes = (size_t)nb * BLOCK_BYTES;
     _Alignas(64) wgroup g;
+    _Alignas(64) uint8_t rows16[ROWS * sizeof(qt_block_q4_K)];
     /* two sets of sums: a tile's float steps run one tile behind its
      * products, so the vector loads never wait on the tile stores just
      * issued (stores do not forward to loads) */
@@ -389,14 +392,21 @@ INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, 
                 /* the next block of these rows (after the last, the next
                  * group's first): rows of a few blocks are streams too
                  * short for the hardware prefetchers */
-                for (int i = 0; i < ROWS; i++) {
-                    const int rn = b + 1 < nb ? r0 + i : r0 + ROWS + i, bn = b + 1 < nb ? b + 1 : 0;
-                    if (rn >= nrows) break;
-                    const char *nx = (const char *)w + (size_t)rn * w_stride + (size_t)bn * wbytes;
-                    for (size_t o = 0; o < wbytes; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
+                if (x16) { /* the group is one stream, on into the next group */
+                    const uint8_t *sb = (const uint8_t *)w + (size_t)r0 * w_stride + (size_t)b * ROWS * wbytes;
+                    for (size_t o = 0; o < ROWS * wbytes; o += 64) _mm_prefetch((const char *)sb + ROWS * wbytes + o, _MM_HINT_T0);
+                    qt_x16_k_rows(type == QT_Q4_K, sb, rows16);
+                } else {
+                    for (int i = 0; i < ROWS; i++) {
+                        const int rn = b + 1 < nb ? r0 + i : r0 + ROWS + i, bn = b + 1 < nb ? b + 1 : 0;
+                        if (rn >= nrows) break;
+                        const char *nx = (const char *)w + (size_t)rn * w_stride + (size_t)bn * wbytes;
+                        for (size_t o = 0; o < wbytes; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
+                    }
                 }
                 for (int i = 0; i < nr; i++) {
-                    const uint8_t *x = (const uint8_t *)w + (size_t)(r0 + i) * w_stride + (size_t)b * wbytes;
+                    const uint8_t *x = x16 ? rows16 + (size_t)i * wbytes
+                                           : (const uint8_t *)w + (size_t)(r0 + i) * w_stride + (size_t)b * wbytes;
                     if (type == QT_Q6_K)
                         build_row_q6((const qt_block_q6_K *)x, &g, i);
                     else
@@ -428,17 +438,19 @@ INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, 
     }
 }
 
-#define RUN_TYPE(name, type)                                                                                      \
+#define RUN_TYPE(name, type, x16)                                                                                 \
     static void name(int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols, float *out, \
                      size_t out_stride)                                                                           \
     {                                                                                                             \
-        run(type, n, w, w_stride, nrows, packed, ncols, out, out_stride);                                         \
+        run(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, x16);                                    \
     }
-RUN_TYPE(run_q2_K, QT_Q2_K)
-RUN_TYPE(run_q3_K, QT_Q3_K)
-RUN_TYPE(run_q4_K, QT_Q4_K)
-RUN_TYPE(run_q5_K, QT_Q5_K)
-RUN_TYPE(run_q6_K, QT_Q6_K)
+RUN_TYPE(run_q2_K, QT_Q2_K, 0)
+RUN_TYPE(run_q3_K, QT_Q3_K, 0)
+RUN_TYPE(run_q4_K, QT_Q4_K, 0)
+RUN_TYPE(run_q5_K, QT_Q5_K, 0)
+RUN_TYPE(run_q6_K, QT_Q6_K, 0)
+RUN_TYPE(run_q2_K_x16, QT_Q2_K, 1)
+RUN_TYPE(run_q4_K_x16, QT_Q4_K, 1)
 #undef RUN_TYPE
 
 /* ---- activations: quantized straight into the packed tiles ------------- */
@@ -526,11 +538,10 @@ bool qt_amx_tiled_has(qt_type type)
     return type == QT_Q2_K || type == QT_Q3_K || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
 }
 
-void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
-                  float *out, size_t out_stride)
+/* Tiles are per-thread state: configured per call, released after so the
+ * thread's context switches stay cheap. */
+static void tiles_config(void)
 {
-    /* Tiles are per-thread state: configured per call, released after so
-     * the thread's context switches stay cheap. */
     tilecfg cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
@@ -539,6 +550,12 @@ void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
         cfg.colsb[t] = 64;
     }
     _tile_loadconfig(&cfg);
+}
+
+void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
+                  float *out, size_t out_stride)
+{
+    tiles_config();
     switch (type) {
     case QT_Q2_K: run_q2_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
     case QT_Q3_K: run_q3_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
@@ -547,6 +564,17 @@ void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
     case QT_Q6_K: run_q6_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
     default: break;
     }
+    _tile_release();
+}
+
+void qt_amx_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
+                      float *out, size_t out_stride)
+{
+    tiles_config();
+    if (type == QT_Q4_K)
+        run_q4_K_x16(n, w, w_stride, nrows, packed, ncols, out, out_stride);
+    else if (type == QT_Q2_K)
+        run_q2_K_x16(n, w, w_stride, nrows, packed, ncols, out, out_stride);
     _tile_release();
 }
 

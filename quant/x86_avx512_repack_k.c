@@ -477,6 +477,84 @@ INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const qt_bl
     _mm512_storeu_ps(s, _mm512_sub_ps(acc, accm));
 }
 
+/* ---- vec_dot's order over the x16 layout (qt_x16_dot) -------------------
+ * Where AMX runs Q2_K's batches, its one-token matmuls keep vec_dot's
+ * order (quant/tiles.h), which the same layout serves: chunk 8h + k holds
+ * bytes 4k..4k+3 of qs[32h..32h+31] of the 16 rows, one per lane, whose
+ * 2-bit fields 2q are elements 128h + 32q + 4k..4k+3: vec_dot's lane k of
+ * 16-element sub-block 8h + 2q + k/4 for each row.  So eight registers
+ * hold the 16 rows' eight lanes: each 4-product sum (|.| <= 4·3·128, an
+ * int16) times its row's 4-bit scale in one vpdpwssd against the scale in
+ * the low half of each lane, exact.  The float work is vec_dot's per row:
+ * the mins' lanes (lane k: sub-blocks 2k and 2k + 1) into the eight
+ * chains first, then the sums, per super-block, and qt_hsum8's adds
+ * between registers at the end.  Against the row layout's two-row kernel
+ * (Xeon, AMX on, 2 threads): 4096 x 4096 1.03-1.08x, tl-q2_k tg128
+ * 1.04-1.05x, pp32 1.05-1.10x (one stream of weights), pp512 level.
+ * Q4_K's layout serves its vec_dot order the same way, but that kernel
+ * ran no faster than the rows' four-row one in a model (tg128 0.96-0.99x)
+ * and stays unwritten. */
+INLINE __m512i dpwssd512(__m512i acc, __m512i a, __m512i b)
+{
+    __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+    return acc;
+}
+
+INLINE void x16_vec_dot_q2_K(int nb, float *s, const uint8_t *group, const qt_block_q8_K *y)
+{
+    const size_t sb = QT_X16_ROWS * sizeof(qt_block_q2_K);
+    const __m512i lo16 = _mm512_set1_epi32(0xffff), m3 = _mm512_set1_epi8(3);
+    __m512 acc[8];
+    for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = group + (size_t)b * sb;
+        const qt_block_q8_K *yb = y + b;
+        panel p;
+        __m512i sw[16];
+        scales_q2_K(&p, sw, blk, 0, 1);
+        d_q2_K(&p, blk, 0, 1);
+        const __m512 yd = _mm512_set1_ps(yb->d), d = _mm512_mul_ps(yd, p.d), dmin = _mm512_mul_ps(yd, p.dmin);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            int32_t pair;
+            memcpy(&pair, yb->bsums + 2 * k, sizeof pair);
+            const __m512i prod = _mm512_madd_epi16(p.mins[k], _mm512_set1_epi32(pair));
+            /* fnmadd: vec_dot's fma with -dmin, the same rounding */
+            acc[k] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(prod), acc[k]);
+        }
+        __m512i sum[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) sum[k] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            prefetch_part(blk, sb, h, 2, X16_FAR);
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const __m512i raw = _mm512_loadu_si512((const void *)(blk + X16_Q2_K_QS + 64 * (8 * h + k)));
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++) {
+                    const __m512i v = _mm512_and_si512(q ? _mm512_srli_epi16(raw, 2 * q) : raw, m3);
+                    const __m512i dot = dot4_bcast(_mm512_setzero_si512(), v, yb->qs + 128 * h + 32 * q + 4 * k, 1);
+                    sum[k] = dpwssd512(sum[k], dot, _mm512_and_si512(sw[8 * h + 2 * q + k / 4], lo16));
+                }
+            }
+        }
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) acc[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum[k]), acc[k]);
+    }
+    const __m512 t0 = _mm512_add_ps(acc[0], acc[4]), t1 = _mm512_add_ps(acc[1], acc[5]);
+    const __m512 t2 = _mm512_add_ps(acc[2], acc[6]), t3 = _mm512_add_ps(acc[3], acc[7]);
+    _mm512_storeu_ps(s, _mm512_add_ps(_mm512_add_ps(t0, t2), _mm512_add_ps(t1, t3)));
+}
+
+void qt_avx512_vnni_x16_dot_q2_K(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc)
+{
+    for (int c = 0; c < nc; c++)
+        x16_vec_dot_q2_K(n / QT_QK_K, s + (size_t)c * ldo, group,
+                         (const qt_block_q8_K *)((const uint8_t *)y + (size_t)c * y_stride));
+}
+
 /* The row layout and x16 share every step; only where the bytes come
  * from differs. */
 #define WIDE_K(name, q4k, vnni, aux_bytes, prep)                                                           \

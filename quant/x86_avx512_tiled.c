@@ -329,6 +329,7 @@ typedef void (*block_tiles_fn)(const wblock *, const uint8_t *const[2], __m512[G
  * measured 0.94-0.99x there. */
 #define BAND 16
 _Static_assert(BAND % GROUP == 0 && ROWS % BAND == 0, "bands are whole groups and never straddle a flush");
+_Static_assert(BAND == 16, "a band of an x16 matrix is one group");
 
 /* Groups in the next band of `left` rows: 0 for a single row. */
 INLINE int band_groups(int left, bool big)
@@ -337,8 +338,11 @@ INLINE int band_groups(int left, bool big)
     return g < most ? g : most;
 }
 
-void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                          int ncols, float *out, size_t out_stride)
+/* x16: w is whole groups of repack.h's x16 layout (Q4_K, Q2_K): bands of
+ * a group's 16 rows, each super-block turned back into the rows' blocks
+ * once per pass. */
+INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
+                  float *out, size_t out_stride, const int x16)
 {
     const int nb = n / QT_QK_K;
     const size_t wbytes = qt_get(type)->type_size;
@@ -362,9 +366,10 @@ void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, i
         const bool pass_big = (size_t)nt * tile_bytes > (size_t)qt_cpu()->l2_bytes;
         /* results of ROWS rows (qt_tiles_flush) */
         float res[MAX_TILES * QT_TILE_COLS][ROWS];
+        _Alignas(64) uint8_t rows16[BAND * sizeof(qt_block_q4_K)];
         for (int r = 0; r < nrows;) {
             /* a band of whole groups, or one row */
-            const int ng = band_groups(nrows - r, pass_big), nr = ng ? GROUP * ng : 1;
+            const int ng = band_groups(nrows - r, pass_big || x16), nr = ng ? GROUP * ng : 1;
             __m512 acc[BAND][MAX_TILES];
             for (int i = 0; i < nr; i++)
                 for (int t = 0; t < nt; t++) acc[i][t] = _mm512_setzero_ps();
@@ -376,16 +381,24 @@ void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, i
              * its own next block, or after its last the next band's first. */
             const int nr_next = nrows - r - nr < nr ? nrows - r - nr : nr;
             for (int b = 0; b < nb; b++) {
-                const bool own = ng > 1 && b + 1 < nb;
-                const int pr0 = own ? r : r + nr, pn = own ? nr : nr_next, pb = own ? b + 1 : ng > 1 ? 0 : b;
-                for (int i = 0; i < pn; i++) {
-                    const char *nx = (const char *)w + (size_t)(pr0 + i) * w_stride + (size_t)pb * wbytes;
-                    for (size_t o = 0; o < wbytes; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
+                if (x16) { /* the group is one stream, on into the next group */
+                    const uint8_t *sb = (const uint8_t *)w + (size_t)r * w_stride + (size_t)b * BAND * wbytes;
+                    for (size_t o = 0; o < BAND * wbytes; o += 64) _mm_prefetch((const char *)sb + BAND * wbytes + o, _MM_HINT_T0);
+                    qt_x16_k_rows(type == QT_Q4_K, sb, rows16);
+                } else {
+                    const bool own = ng > 1 && b + 1 < nb;
+                    const int pr0 = own ? r : r + nr, pn = own ? nr : nr_next, pb = own ? b + 1 : ng > 1 ? 0 : b;
+                    for (int i = 0; i < pn; i++) {
+                        const char *nx = (const char *)w + (size_t)(pr0 + i) * w_stride + (size_t)pb * wbytes;
+                        for (size_t o = 0; o < wbytes; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
+                    }
                 }
                 for (int g = 0; g < (ng ? ng : 1); g++) {
                     wblock wb[GROUP];
                     for (int i = 0; i < (ng ? GROUP : 1); i++)
-                        decode(type, (const uint8_t *)w + (size_t)(r + GROUP * g + i) * w_stride + (size_t)b * wbytes,
+                        decode(type,
+                               x16 ? rows16 + (size_t)(GROUP * g + i) * wbytes
+                                   : (const uint8_t *)w + (size_t)(r + GROUP * g + i) * w_stride + (size_t)b * wbytes,
                                &wb[i]);
                     for (int t = 0; t < nt; t += 2) {
                         const uint8_t *blk[2] = {pass + (size_t)t * tile_bytes + (size_t)b * BLOCK_BYTES,
@@ -411,6 +424,18 @@ void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, i
             }
         }
     }
+}
+
+void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                          int ncols, float *out, size_t out_stride)
+{
+    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 0);
+}
+
+void qt_avx512_vnni_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                              int ncols, float *out, size_t out_stride)
+{
+    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
 }
 
 #endif

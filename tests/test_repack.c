@@ -549,7 +549,7 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
 }
 
 #if defined(__x86_64__)
-/* An x16 kernel of vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0) against the reference
+/* An x16 kernel of vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0, Q2_K) against the reference
  * vec_dot, bit for bit, over random rows (quants and high bits at both
  * ends, signed scales and mins), activations at their extremes (-128 and
  * 127 included), block counts 1 to 70 and 1 to 20 columns (one column
@@ -563,7 +563,7 @@ static void test_x16_dot(const char *name, qt_type type, qt_x16_dot_fn kernel) {
     const qt_type yt = qt_get(type)->vec_dot_type;
     const int nbs[] = {1, 2, 7, 19, 32, 33, 70}, ncs[] = {1, 2, 3, 4, 17, 1, 20};
     for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++) {
-        const int n = nbs[i] * 32, nc = ncs[i];
+        const int n = nbs[i] * (type == QT_Q2_K ? QT_QK_K : 32), nc = ncs[i];
         const size_t row = qt_row_size(type, n), yrow = qt_row_size(yt, n);
         uint8_t *w = xmalloc(row * QT_X16_ROWS), *g = xmalloc(row * QT_X16_ROWS), *back = xmalloc(row);
         uint8_t *y = xmalloc(yrow * nc);
@@ -581,6 +581,14 @@ static void test_x16_dot(const char *name, qt_type type, qt_x16_dot_fn kernel) {
                     if (b == 0 && r < 2) { /* quants 0 and 31 throughout */
                         memset(x->qs, r ? 0xff : 0x00, sizeof x->qs);
                         memset(x->qh, r ? 0xff : 0x00, sizeof x->qh);
+                    }
+                } else if (type == QT_Q2_K) {
+                    qt_block_q2_K *x = (qt_block_q2_K *)(w + r * row) + b;
+                    x->d = qt_f32_to_f16((float)rng_normal() * 0.01f);
+                    x->dmin = qt_f32_to_f16((float)rng_normal() * 0.01f);
+                    if (b == 0 && r < 2) { /* quants 0 and 3, scales and mins 15 throughout */
+                        memset(x->qs, r ? 0xff : 0x00, sizeof x->qs);
+                        memset(x->scales, 0xff, sizeof x->scales);
                     }
                 } else if (type == QT_Q8_0) {
                     qt_block_q8_0 *x = (qt_block_q8_0 *)(w + r * row) + b;
@@ -600,7 +608,9 @@ static void test_x16_dot(const char *name, qt_type type, qt_x16_dot_fn kernel) {
             for (int j = 0; j < n; j++) f[j] = (float)rng_normal();
             f[rng_below(n)] = -50.0f; /* that block's amax: its quant is -127 */
             qt_get(yt)->quantize_act(f, y + c * yrow, n);
-            int8_t *qs = yt == QT_Q8_1 ? ((qt_block_q8_1 *)(y + c * yrow))[0].qs : ((qt_block_q8_0 *)(y + c * yrow))[0].qs;
+            int8_t *qs = yt == QT_Q8_1   ? ((qt_block_q8_1 *)(y + c * yrow))[0].qs
+                         : yt == QT_Q8_K ? ((qt_block_q8_K *)(y + c * yrow))[0].qs
+                                         : ((qt_block_q8_0 *)(y + c * yrow))[0].qs;
             qs[0] = -128, qs[1] = 127; /* products a quantizer never makes still exact */
         }
         qt_x16_interleave(type, n, w, row, g);
@@ -637,7 +647,8 @@ int main(void) {
         {"avx2-vnni", QT_ISA_AVX2_VNNI, QT_Q5_1, qt_avx2_vnni_x16_dot_q5_1},
         {"avx512", QT_ISA_AVX512, QT_Q5_1, qt_avx512_x16_dot_q5_1},
         {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q5_1, qt_avx512_vnni_x16_dot_q5_1},
-        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q8_0, qt_avx512_vnni_x16_dot_q8_0}};
+        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q8_0, qt_avx512_vnni_x16_dot_q8_0},
+        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q2_K, qt_avx512_vnni_x16_dot_q2_K}};
     for (size_t j = 0; j < sizeof x16 / sizeof x16[0]; j++) {
         if (qt_isa_supported(qt_cpu(), x16[j].isa))
             test_x16_dot(x16[j].name, x16[j].type, x16[j].fn);
@@ -695,6 +706,7 @@ int main(void) {
     test_x16_matmul(QT_IQ4_NL, 24, 3 * 32, 5);
     test_x16_matmul(QT_Q4_K, 40, 3 * 256, 20); /* past 16 tokens: the tiled batches too */
     test_x16_matmul(QT_Q2_K, 24, 2 * 256, 5);
+    test_x16_matmul(QT_Q2_K, 40, 3 * 256, 20); /* with AMX: vec_dot's order, then the tiled batches */
     test_x16_matmul(QT_Q4_1, 40, 7 * 32, 9); /* an odd block count, rows past the last group */
     test_x16_matmul(QT_Q4_1, 64, 576, 20);
     test_x16_matmul(QT_Q4_1, 56, 3 * 32, 12); /* with tiles, a run of rows in groups and past them */
