@@ -408,19 +408,38 @@ INLINE void sums_q4_K(panel *p, const uint8_t *blk, size_t stride, const qt_bloc
     }
 }
 
+/* vpshufb controls for the lanes' dwords of scale bytes: byte `at` of each
+ * to the low byte, the rest zero (byte_at), or bytes at and at + 1 to the
+ * low bytes of the two int16 halves (pair_at). */
+INLINE __m512i byte_at(int at)
+{
+    const int z = (int)0x80808000;
+    return _mm512_set4_epi32(z | (12 + at), z | (8 + at), z | (4 + at), z | at);
+}
+
+INLINE __m512i pair_at(int at)
+{
+    const int z = (int)0x80008000;
+#define PAIR_AT(i) (z | (4 * (i) + at) | (4 * (i) + at + 1) << 16)
+    return _mm512_set4_epi32(PAIR_AT(3), PAIR_AT(2), PAIR_AT(1), PAIR_AT(0));
+#undef PAIR_AT
+}
+
 /* The same for Q2_K (scales folded into the quants as in pack_q2_K). */
 INLINE void sums_q2_K(panel *p, const uint8_t *blk, size_t stride, const qt_block_q8_K *y, __m512i *is, __m512i *im,
                       const int vnni, const int x16, size_t far)
 {
-    __m512i sw[16], raw[16];
-    scales_q2_K(p, sw, blk, stride, x16);
+    /* the scales and min pairs taken from the four head registers where
+     * used (x16_vec_dot_q2_K says why) */
+    __m512i hd[4], raw[16];
+    load16x4(blk, head_stride(stride, x16), hd);
     quants16(blk, stride, 16, X16_Q2_K_QS, 0, x16, raw);
     /* Each sub-block's sum of q·y (|.| <= 16·3·128: an int16) times its
      * scale in one vpmaddwd (VNNI: vpdpwssd) against the scale in the low
      * half of each lane: 16 multiplies where folding the scales into the
      * quants, as pack_q2_K does for the columns that share a panel, took
      * 64 vpmullw, on the pipes vpdpbusd needs.  Integer sums: the same. */
-    const __m512i lo16 = _mm512_set1_epi32(0xffff);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512i acc[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
 #pragma GCC unroll 2
     for (int g = 0; g < 2; g++)
@@ -436,7 +455,8 @@ INLINE void sums_q2_K(panel *p, const uint8_t *blk, size_t stride, const qt_bloc
                     const __m512i v = _mm512_and_si512(_mm512_srli_epi16(raw[8 * g + k], 2 * q), _mm512_set1_epi8(3));
                     sub = dot4_bcast(sub, v, y->qs + 4 * i, vnni);
                 }
-                const __m512i sc = _mm512_and_si512(sw[8 * g + 2 * q + hk], lo16);
+                const int j = 8 * g + 2 * q + hk;
+                const __m512i sc = _mm512_and_si512(_mm512_shuffle_epi8(hd[j / 4], byte_at(j % 4)), m4);
                 if (vnni)
                     __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc[hk]) : "v"(sub), "v"(sc));
                 else
@@ -448,7 +468,8 @@ INLINE void sums_q2_K(panel *p, const uint8_t *blk, size_t stride, const qt_bloc
     for (int i = 0; i < 8; i++) {
         int32_t pair;
         memcpy(&pair, y->bsums + 2 * i, sizeof pair);
-        *im = _mm512_add_epi32(*im, _mm512_madd_epi16(p->mins[i], _mm512_set1_epi32(pair)));
+        const __m512i mins = _mm512_srli_epi16(_mm512_shuffle_epi8(hd[i / 2], pair_at(2 * (i % 2))), 4);
+        *im = _mm512_add_epi32(*im, _mm512_madd_epi16(mins, _mm512_set1_epi32(pair)));
     }
     d_q2_K(p, blk, stride, x16);
 }
@@ -503,22 +524,28 @@ INLINE __m512i dpwssd512(__m512i acc, __m512i a, __m512i b)
 INLINE void x16_vec_dot_q2_K(int nb, float *s, const uint8_t *group, const qt_block_q8_K *y)
 {
     const size_t sb = QT_X16_ROWS * sizeof(qt_block_q2_K);
-    const __m512i lo16 = _mm512_set1_epi32(0xffff), m3 = _mm512_set1_epi8(3);
+    const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(0x0f);
     __m512 acc[8];
     for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
     for (int b = 0; b < nb; b++) {
         const uint8_t *blk = group + (size_t)b * sb;
         const qt_block_q8_K *yb = y + b;
+        /* hd[t] lane r: row r's scale bytes 4t..4t+3 (low nibble the
+         * scale, high the min), each vector below taken from them where
+         * it is used: all 16 scales and 8 min pairs formed up front stayed
+         * live across the sums and spilled */
+        __m512i hd[4];
+        load16x4(blk, 16, hd);
         panel p;
-        __m512i sw[16];
-        scales_q2_K(&p, sw, blk, 0, 1);
         d_q2_K(&p, blk, 0, 1);
         const __m512 yd = _mm512_set1_ps(yb->d), d = _mm512_mul_ps(yd, p.d), dmin = _mm512_mul_ps(yd, p.dmin);
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             int32_t pair;
             memcpy(&pair, yb->bsums + 2 * k, sizeof pair);
-            const __m512i prod = _mm512_madd_epi16(p.mins[k], _mm512_set1_epi32(pair));
+            /* (m_2k, m_2k+1) as int16 halves: the bytes' high nibbles */
+            const __m512i mins = _mm512_srli_epi16(_mm512_shuffle_epi8(hd[k / 2], pair_at(2 * (k % 2))), 4);
+            const __m512i prod = _mm512_madd_epi16(mins, _mm512_set1_epi32(pair));
             /* fnmadd: vec_dot's fma with -dmin, the same rounding */
             acc[k] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(prod), acc[k]);
         }
@@ -535,7 +562,8 @@ INLINE void x16_vec_dot_q2_K(int nb, float *s, const uint8_t *group, const qt_bl
                 for (int q = 0; q < 4; q++) {
                     const __m512i v = _mm512_and_si512(q ? _mm512_srli_epi16(raw, 2 * q) : raw, m3);
                     const __m512i dot = dot4_bcast(_mm512_setzero_si512(), v, yb->qs + 128 * h + 32 * q + 4 * k, 1);
-                    sum[k] = dpwssd512(sum[k], dot, _mm512_and_si512(sw[8 * h + 2 * q + k / 4], lo16));
+                    const int j = 8 * h + 2 * q + k / 4; /* the sub-block: its scale in the low half */
+                    sum[k] = dpwssd512(sum[k], dot, _mm512_and_si512(_mm512_shuffle_epi8(hd[j / 4], byte_at(j % 4)), m4));
                 }
             }
         }
