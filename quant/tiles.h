@@ -167,7 +167,7 @@ bool qt_amx_tiled_has(qt_type type);
 void qt_amx_pack_q8_K_f32(int n, const float *x, int ncols, int tile, void *packed);
 void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
                   float *out, size_t out_stride);
-/* The same from whole groups of the x16 layout (Q4_K, Q2_K; repack.h). */
+/* The same from whole groups of the x16 layout (Q2_K; repack.h). */
 void qt_amx_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
                       float *out, size_t out_stride);
 #endif

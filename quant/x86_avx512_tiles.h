@@ -66,27 +66,24 @@ static inline __attribute__((always_inline)) void qt_transpose16(__m512 v[16])
     }
 }
 
-/* The 16 rows' blocks of one super-block of a Q4_K or Q2_K group in
- * repack.h's x16 layout (sb), as the file had them: row r's block at dst
- * + r * bs, bs the type's block size.  The kernels that read rows take a
- * group's super-block this way, once per super-block and pass: two (Q2_K:
- * one) 16 x 16 transposes of the quant chunks, whose chunk i holds bytes
- * 4i..4i+3 of each row's qs[]. */
-static inline __attribute__((always_inline)) void qt_x16_k_rows(int q4k, const uint8_t *sb, uint8_t *dst)
+/* The 16 rows' blocks of one super-block of a Q2_K group in repack.h's
+ * x16 layout (sb), as the file had them: row r's block at dst + 84 r.
+ * The kernels that read rows take a group's super-block this way, once
+ * per super-block and pass: one 16 x 16 transpose of the quant chunks,
+ * whose chunk i holds bytes 4i..4i+3 of each row's qs[]. */
+static inline __attribute__((always_inline)) void qt_x16_q2_K_rows(const uint8_t *sb, uint8_t *dst)
 {
-    const size_t bs = q4k ? 144 : 84, qs_at = q4k ? 256 : 320;
+    enum { BS = 84, QS = 16, DM = 80, X16_DM = 256, X16_QS = 320 }; /* block size; where qs and d|dmin sit */
     for (int r = 0; r < 16; r++) {
-        memcpy(dst + (size_t)r * bs, sb + 16 * r, 16); /* Q4_K: d, dmin, scales; Q2_K: scales */
-        if (!q4k) memcpy(dst + (size_t)r * bs + 80, sb + 256 + 4 * r, 4); /* Q2_K's d, dmin */
+        memcpy(dst + BS * r, sb + 16 * r, 16); /* the scales */
+        memcpy(dst + BS * r + DM, sb + X16_DM + 4 * r, 4);
     }
-    for (int h = 0; h < (q4k ? 2 : 1); h++) {
-        __m512 v[16];
+    __m512 v[16];
 #pragma GCC unroll 16
-        for (int k = 0; k < 16; k++) v[k] = _mm512_loadu_ps((const void *)(sb + qs_at + 64 * (size_t)(16 * h + k)));
-        qt_transpose16(v);
+    for (int k = 0; k < 16; k++) v[k] = _mm512_loadu_ps((const void *)(sb + X16_QS + 64 * k));
+    qt_transpose16(v);
 #pragma GCC unroll 16
-        for (int r = 0; r < 16; r++) _mm512_storeu_ps((void *)(dst + (size_t)r * bs + 16 + 64 * h), v[r]);
-    }
+    for (int r = 0; r < 16; r++) _mm512_storeu_ps((void *)(dst + BS * r + QS), v[r]);
 }
 
 #endif
