@@ -32,6 +32,7 @@
 
 #include "blocks.h"
 #include "repack.h"
+#include "x86_avx512_tiles.h"
 #include "x86_avx512_wide.h"
 
 /* One super-block of 16 rows, ready for the column loop. */
@@ -458,7 +459,7 @@ INLINE void sums_q2_K(panel *p, const uint8_t *blk, size_t stride, const qt_bloc
                 const int j = 8 * g + 2 * q + hk;
                 const __m512i sc = _mm512_and_si512(_mm512_shuffle_epi8(hd[j / 4], byte_at(j % 4)), m4);
                 if (vnni)
-                    __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc[hk]) : "v"(sub), "v"(sc));
+                    acc[hk] = qt_dpwssd512(acc[hk], sub, sc);
                 else
                     acc[hk] = _mm512_add_epi32(acc[hk], _mm512_madd_epi16(sub, sc));
             }
@@ -515,12 +516,6 @@ INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const qt_bl
  * Q4_K's layout serves its vec_dot order the same way, but that kernel
  * ran no faster than the rows' four-row one in a model (tg128 0.96-0.99x)
  * and stays unwritten. */
-INLINE __m512i dpwssd512(__m512i acc, __m512i a, __m512i b)
-{
-    __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-    return acc;
-}
-
 INLINE void x16_vec_dot_q2_K(int nb, float *s, const uint8_t *group, const qt_block_q8_K *y)
 {
     const size_t sb = QT_X16_ROWS * sizeof(qt_block_q2_K);
@@ -563,7 +558,7 @@ INLINE void x16_vec_dot_q2_K(int nb, float *s, const uint8_t *group, const qt_bl
                     const __m512i v = _mm512_and_si512(q ? _mm512_srli_epi16(raw, 2 * q) : raw, m3);
                     const __m512i dot = dot4_bcast(_mm512_setzero_si512(), v, yb->qs + 128 * h + 32 * q + 4 * k, 1);
                     const int j = 8 * h + 2 * q + k / 4; /* the sub-block: its scale in the low half */
-                    sum[k] = dpwssd512(sum[k], dot, _mm512_and_si512(_mm512_shuffle_epi8(hd[j / 4], byte_at(j % 4)), m4));
+                    sum[k] = qt_dpwssd512(sum[k], dot, _mm512_and_si512(_mm512_shuffle_epi8(hd[j / 4], byte_at(j % 4)), m4));
                 }
             }
         }

@@ -62,12 +62,6 @@ typedef struct wblock {
     bool has_min;
 } wblock;
 
-INLINE __m512i dpwssd(__m512i acc, __m512i a, __m512i b)
-{
-    __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-    return acc;
-}
-
 /* The quants of each type with byte shifts and masks, 32 at a time:
  * qt_tiled_unpack's per-element loops would cost more than the products
  * they feed.  Element order is qt_tiled_unpack's. */
@@ -267,7 +261,7 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[2], __m512 ac
             if (wb[i].has_min) {
                 __m512i im = _mm512_setzero_si512();
                 for (int j = 0; j < 8; j++)
-                    im = dpwssd(im, _mm512_loadu_si512(bs + 2 * QT_TILE_COLS * j), _mm512_set1_epi32(wb[i].m[j]));
+                    im = qt_dpwssd512(im, _mm512_loadu_si512(bs + 2 * QT_TILE_COLS * j), _mm512_set1_epi32(wb[i].m[j]));
                 r = _mm512_fmadd_ps(_mm512_set1_ps(wb[i].neg_dmin), _mm512_cvtepi32_ps(im), r);
             }
             acc[i][t0 + t] = _mm512_fmadd_ps(r, dy, acc[i][t0 + t]);

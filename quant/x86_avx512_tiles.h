@@ -33,6 +33,14 @@ static inline __attribute__((always_inline)) __m512i qt_dpbusd512(__m512i acc, _
     return acc;
 }
 
+/* acc + the sums of a times b (int16 pairs) over each 32-bit lane:
+ * vpdpwssd, likewise. */
+static inline __attribute__((always_inline)) __m512i qt_dpwssd512(__m512i acc, __m512i a, __m512i b)
+{
+    __asm__("%{evex%} vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+    return acc;
+}
+
 /* 16 registers of 16 floats transposed in place: v[j] lane c -> v[c] lane
  * j.  A kernel whose register i holds row i of 16 columns then has each
  * column's 16 rows in one register, one store to the output. */
