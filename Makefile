@@ -47,6 +47,7 @@ $(BUILD)/quant/x86_avx2_f32.o: ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx2_fgemm.o: ISAFLAGS = -mavx2 -mfma -mf16c
 $(BUILD)/quant/x86_avx512_repack.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx512_x16_dot.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
+$(BUILD)/quant/x86_avx512_x16_k.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx512_repack_k.o: ISAFLAGS = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c
 $(BUILD)/quant/x86_avx2_tiled.o: ISAFLAGS = -mavx2 -mfma
 $(BUILD)/quant/x86_avx2_tile_q8.o: ISAFLAGS = -mavx2 -mfma -mf16c

@@ -126,6 +126,13 @@ typedef struct qt_rp_wide {
  * four sub-blocks for all 16 rows; its batches' tile kernels turn each
  * super-block back into the rows' blocks (tiles.h: kernel_x16).  Q4_K
  * keeps its rows there (x86_avx512_repack_k.c says why).
+ * Q3_K, which llama.cpp does not repack, keeps vec_dot's order over a
+ * layout of its own at AVX-512 VNNI: super-block b of the 16 rows takes
+ * its 16 blocks' bytes from 16 b block sizes on, every part in chunks of
+ * 64 bytes, chunk i holding dword i of that part of each row (row r's at
+ * 4 r): the 16 chunks of qs[] at QT_X16_Q3_K_QS, the 8 of hmask[] at
+ * QT_X16_Q3_K_HM, the 3 of scales[] at QT_X16_Q3_K_SC, then the 16 rows'
+ * d at QT_X16_Q3_K_D + 2 r.
  * Q4_1, which llama.cpp does not repack, keeps vec_dot's order over its own
  * x16 layout (qt_x16_dot, below): the group's rows 0-7, then rows 8-15,
  * each half its blocks in turn, QT_X16_Q4_1_BLOCK bytes a block: four
@@ -148,6 +155,10 @@ typedef struct qt_rp_wide {
 #define QT_X16_Q4_1_BLOCK (8 * 20)
 #define QT_X16_Q5_0_BLOCK (8 * 22)
 #define QT_X16_Q5_1_BLOCK (8 * 24)
+#define QT_X16_Q3_K_QS 0
+#define QT_X16_Q3_K_HM 1024
+#define QT_X16_Q3_K_SC 1536
+#define QT_X16_Q3_K_D 1728
 /* Where block b's quant bytes and scales sit in a Q4_0 or IQ4_NL group of
  * nb blocks, and in a Q8_0 one. */
 static inline size_t qt_x16_quants(int b) { return (size_t)(b / 2) * 576 + (size_t)(b % 2) * 256; }
@@ -195,7 +206,7 @@ void qt_rp_prep_none(int n, int col, int ncols, void *aux, const void *y);
 
 /* Whether this type has the x16 layout and this CPU a kernel for it. */
 bool qt_x16_available(qt_type type);
-/* For a type whose x16 layout keeps vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0; Q2_K where AMX runs): s[c * ldo + r]
+/* For a type whose x16 layout keeps vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0, Q3_K; Q2_K where AMX runs): s[c * ldo + r]
  * = vec_dot(row r of the group, column c) for r < 16, c < nc, bit for bit;
  * column c at y + c * y_stride. */
 typedef void (*qt_x16_dot_fn)(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);
@@ -264,6 +275,9 @@ void qt_avx512_vnni_x16_dot_q8_0(int n, float *s, size_t ldo, const void *group,
 /* Q2_K's in vec_dot's order, with AVX512-VNNI (x86_avx512_repack_k.c): where
  * AMX runs its batches (the Q2_K layout above serves that order too). */
 void qt_avx512_vnni_x16_dot_q2_K(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
+                                 int nc);
+/* Q3_K's, with AVX512-VNNI (x86_avx512_x16_k.c). */
+void qt_avx512_vnni_x16_dot_q3_K(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
                                  int nc);
 /* Q5_1's likewise (x86_avx2_x16_dot.c, x86_avx512_x16_dot.c). */
 void qt_avx2_x16_dot_q5_1(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc);

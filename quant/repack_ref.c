@@ -3,6 +3,7 @@
 #include "repack.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "blocks.h"
@@ -305,6 +306,7 @@ qt_x16_dot_fn qt_x16_dot(qt_type type)
      * elsewhere its x16 layout serves the repacked orders */
     if (type == QT_Q2_K && qt_isa_active() == QT_ISA_AVX512_VNNI && qt_amx_active())
         return qt_avx512_vnni_x16_dot_q2_K;
+    if (type == QT_Q3_K && qt_isa_active() == QT_ISA_AVX512_VNNI) return qt_avx512_vnni_x16_dot_q3_K;
     if (type == QT_Q5_0) {
         switch (qt_isa_active()) {
         case QT_ISA_AVX2: return qt_avx2_x16_dot_q5_0;
@@ -331,7 +333,7 @@ _Static_assert(QT_X16_Q5_0_BLOCK == 8 * sizeof(qt_block_q5_0), "x16: Q5_0 halves
 _Static_assert(QT_X16_Q5_1_BLOCK == 8 * sizeof(qt_block_q5_1), "x16: Q5_1 halves take their rows' bytes");
 
 /* The K-quants' x16 layout: a super-block of the 16 rows at a time. */
-static bool x16_by_blocks(qt_type type) { return type == QT_Q4_K || type == QT_Q2_K; }
+static bool x16_by_blocks(qt_type type) { return type == QT_Q4_K || type == QT_Q2_K || type == QT_Q3_K; }
 
 /* Copies row r's block to (to_x16) or from its places in a K-quant
  * super-block of the x16 layout (repack.h). */
@@ -340,6 +342,15 @@ static void x16_k_block(qt_type type, int r, uint8_t *blk, uint8_t *grp, bool to
     enum { HEAD = 16 * QT_X16_ROWS };
     const size_t qs_at = type == QT_Q4_K ? HEAD : HEAD + 4 * QT_X16_ROWS, qs_len = type == QT_Q4_K ? 128 : 64;
 #define X16_MOVE(at, off, len) (to_x16 ? memcpy(grp + (at), blk + (off), (len)) : memcpy(blk + (off), grp + (at), (len)))
+    if (type == QT_Q3_K) { /* every part in chunks of dwords */
+        const size_t at = 4 * (size_t)r;
+        for (size_t i = 0; i < 16; i++) X16_MOVE(QT_X16_Q3_K_QS + 64 * i + at, offsetof(qt_block_q3_K, qs) + 4 * i, 4);
+        for (size_t i = 0; i < 8; i++) X16_MOVE(QT_X16_Q3_K_HM + 64 * i + at, offsetof(qt_block_q3_K, hmask) + 4 * i, 4);
+        for (size_t i = 0; i < 3; i++)
+            X16_MOVE(QT_X16_Q3_K_SC + 64 * i + at, offsetof(qt_block_q3_K, scales) + 4 * i, 4);
+        X16_MOVE(QT_X16_Q3_K_D + 2 * (size_t)r, offsetof(qt_block_q3_K, d), 2);
+        return;
+    }
     X16_MOVE(16 * (size_t)r, 0, 16);
     if (type == QT_Q2_K) X16_MOVE(HEAD + 4 * (size_t)r, 80, 4);
     for (size_t q = 0; q < qs_len; q += 4) X16_MOVE(qs_at + (q / 32 * 8 + q % 32 / 4) * 64 + 4 * (size_t)r, 16 + q, 4);

@@ -363,7 +363,7 @@ INLINE void write_tile(float *out, size_t out_stride, int col, int cols, int r0,
     for (int c = 0; c < cols; c++) _mm512_mask_storeu_ps(out + (size_t)(col + c) * out_stride + r0, m, v[c]);
 }
 
-/* x16: w is whole groups of repack.h's x16 layout (Q2_K), each
+/* x16: w is whole groups of repack.h's x16 layout (Q2_K, Q3_K), each
  * super-block of a group's 16 rows turned back into their blocks first */
 INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
                 float *out, size_t out_stride, const int x16)
@@ -371,7 +371,7 @@ INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, 
     const int nb = n / QT_QK_K;
     const size_t wbytes = qt_get(type)->type_size, tile_bytes = (size_t)nb * BLOCK_BYTES;
     _Alignas(64) wgroup g;
-    _Alignas(64) uint8_t rows16[ROWS * sizeof(qt_block_q2_K)];
+    _Alignas(64) uint8_t rows16[ROWS * sizeof(qt_block_q3_K)];
     /* two sets of sums: a tile's float steps run one tile behind its
      * products, so the vector loads never wait on the tile stores just
      * issued (stores do not forward to loads) */
@@ -395,7 +395,7 @@ INLINE void run(qt_type type, int n, const void *w, size_t w_stride, int nrows, 
                 if (x16) { /* the group is one stream, on into the next group */
                     const uint8_t *sb = (const uint8_t *)w + (size_t)r0 * w_stride + (size_t)b * ROWS * wbytes;
                     for (size_t o = 0; o < ROWS * wbytes; o += 64) _mm_prefetch((const char *)sb + ROWS * wbytes + o, _MM_HINT_T0);
-                    qt_x16_q2_K_rows(sb, rows16);
+                    qt_x16_k_rows(type, sb, rows16);
                 } else {
                     for (int i = 0; i < ROWS; i++) {
                         const int rn = b + 1 < nb ? r0 + i : r0 + ROWS + i, bn = b + 1 < nb ? b + 1 : 0;
@@ -450,6 +450,7 @@ RUN_TYPE(run_q4_K, QT_Q4_K, 0)
 RUN_TYPE(run_q5_K, QT_Q5_K, 0)
 RUN_TYPE(run_q6_K, QT_Q6_K, 0)
 RUN_TYPE(run_q2_K_x16, QT_Q2_K, 1)
+RUN_TYPE(run_q3_K_x16, QT_Q3_K, 1)
 #undef RUN_TYPE
 
 /* ---- activations: quantized straight into the packed tiles ------------- */
@@ -569,9 +570,12 @@ void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
 void qt_amx_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
                       float *out, size_t out_stride)
 {
-    if (type != QT_Q2_K) return;
+    if (type != QT_Q2_K && type != QT_Q3_K) return;
     tiles_config();
-    run_q2_K_x16(n, w, w_stride, nrows, packed, ncols, out, out_stride);
+    if (type == QT_Q3_K)
+        run_q3_K_x16(n, w, w_stride, nrows, packed, ncols, out, out_stride);
+    else
+        run_q2_K_x16(n, w, w_stride, nrows, packed, ncols, out, out_stride);
     _tile_release();
 }
 

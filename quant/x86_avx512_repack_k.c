@@ -344,28 +344,6 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
     }
 }
 
-/* Part `part` of `parts` of the lines of an x16 super-block of `bytes`
- * (the one being summed): each asked for 1 KB ahead into L1 and `far`
- * bytes ahead into L2, spread over the sums' steps.  The group is one
- * stream, so past its end these are the next group's lines.  As the x16
- * Q4_0 gemv asks (x86_avx512_repack.c); the whole super-block 4 ahead in
- * one burst of T0 requests, as before, held a 4096 x 4096 matrix-vector
- * product to 74-76% of the read bandwidth for Q4_K and 52-53% for Q2_K
- * (2 threads, Sapphire Rapids with AMX off, as a Zen 4 or an Ice Lake
- * runs them): 97% and 82-85% this way (6 and 12 KB into L2: 89-96%,
- * 81-87%).  tl-q4_k_m tg64 37.0-37.7 t/s against 31.0-31.2, tl-q2_k
- * 47.0-48.9 against 43.0-44.0. */
-#define X16_FAR 3072
-INLINE void prefetch_part(const uint8_t *blk, size_t bytes, int part, int parts, size_t far)
-{
-    const size_t lines = (bytes + 63) / 64, l0 = lines * (size_t)part / (size_t)parts,
-                 l1 = lines * (size_t)(part + 1) / (size_t)parts;
-    for (size_t l = l0; l < l1; l++) {
-        _mm_prefetch((const char *)blk + 64 * l + 1024, _MM_HINT_T0);
-        _mm_prefetch((const char *)blk + 64 * l + far, _MM_HINT_T1);
-    }
-}
-
 /* ---- one column (decode) ------------------------------------------------
  * Nothing else reuses the transposed quants, so they go from the shuffles
  * straight into vpdpbusd: no panel stored and loaded back (64 stores and

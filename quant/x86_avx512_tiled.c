@@ -332,7 +332,7 @@ INLINE int band_groups(int left, bool big)
     return g < most ? g : most;
 }
 
-/* x16: w is whole groups of repack.h's x16 layout (Q2_K): bands of
+/* x16: w is whole groups of repack.h's x16 layout (Q2_K, Q3_K): bands of
  * a group's 16 rows, each super-block turned back into the rows' blocks
  * once per pass. */
 INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
@@ -360,7 +360,7 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
         const bool pass_big = (size_t)nt * tile_bytes > (size_t)qt_cpu()->l2_bytes;
         /* results of ROWS rows (qt_tiles_flush) */
         float res[MAX_TILES * QT_TILE_COLS][ROWS];
-        _Alignas(64) uint8_t rows16[BAND * sizeof(qt_block_q2_K)];
+        _Alignas(64) uint8_t rows16[BAND * sizeof(qt_block_q3_K)];
         for (int r = 0; r < nrows;) {
             /* a band of whole groups, or one row */
             const int ng = band_groups(nrows - r, pass_big || x16), nr = ng ? GROUP * ng : 1;
@@ -378,7 +378,7 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
                 if (x16) { /* the group is one stream, on into the next group */
                     const uint8_t *sb = (const uint8_t *)w + (size_t)r * w_stride + (size_t)b * BAND * wbytes;
                     for (size_t o = 0; o < BAND * wbytes; o += 64) _mm_prefetch((const char *)sb + BAND * wbytes + o, _MM_HINT_T0);
-                    qt_x16_q2_K_rows(sb, rows16);
+                    qt_x16_k_rows(type, sb, rows16);
                 } else {
                     const bool own = ng > 1 && b + 1 < nb;
                     const int pr0 = own ? r : r + nr, pn = own ? nr : nr_next, pb = own ? b + 1 : ng > 1 ? 0 : b;
@@ -429,7 +429,7 @@ void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, i
 void qt_avx512_vnni_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                               int ncols, float *out, size_t out_stride)
 {
-    if (type != QT_Q2_K) return; /* the one K-quant with a qt_x16_dot */
+    if (type != QT_Q2_K && type != QT_Q3_K) return; /* the K-quants with a qt_x16_dot */
     tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
 }
 

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "repack.h"
+
 /* The kernels gather the results of a run of rows per column (res, one
  * row of `res_stride` floats per column) because the output's columns are
  * n_out floats apart: storing each result directly would touch a line,
@@ -92,6 +94,41 @@ static inline __attribute__((always_inline)) void qt_x16_q2_K_rows(const uint8_t
     qt_transpose16(v);
 #pragma GCC unroll 16
     for (int r = 0; r < 16; r++) _mm512_storeu_ps((void *)(dst + BS * r + QS), v[r]);
+}
+
+
+/* The same for Q3_K (repack.h): the quant chunks in one 16 x 16
+ * transpose, the 8 hmask and 3 scale chunks in another. */
+static inline __attribute__((always_inline)) void qt_x16_q3_K_rows(const uint8_t *sb, uint8_t *dst)
+{
+    enum { BS = 110, HM = 0, QS = 32, SC = 96, D = 108 }; /* block size; where its parts sit */
+    __m512 v[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; k++) v[k] = _mm512_loadu_ps((const void *)(sb + QT_X16_Q3_K_QS + 64 * k));
+    qt_transpose16(v);
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) _mm512_storeu_ps((void *)(dst + BS * r + QS), v[r]);
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; k++)
+        v[k] = k < 8    ? _mm512_loadu_ps((const void *)(sb + QT_X16_Q3_K_HM + 64 * k))
+               : k < 11 ? _mm512_loadu_ps((const void *)(sb + QT_X16_Q3_K_SC + 64 * (k - 8)))
+                        : _mm512_setzero_ps();
+    qt_transpose16(v);
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) {
+        _mm512_mask_storeu_ps((void *)(dst + BS * r + HM), 0xff, v[r]);
+        _mm_mask_storeu_epi32((void *)(dst + BS * r + SC), 0x7, _mm512_extracti32x4_epi32(_mm512_castps_si512(v[r]), 2));
+        memcpy(dst + BS * r + D, sb + QT_X16_Q3_K_D + 2 * r, 2);
+    }
+}
+
+/* A super-block of a Q2_K or Q3_K group as its rows' blocks. */
+static inline __attribute__((always_inline)) void qt_x16_k_rows(qt_type type, const uint8_t *sb, uint8_t *dst)
+{
+    if (type == QT_Q3_K)
+        qt_x16_q3_K_rows(sb, dst);
+    else
+        qt_x16_q2_K_rows(sb, dst);
 }
 
 #endif

@@ -549,7 +549,7 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
 }
 
 #if defined(__x86_64__)
-/* An x16 kernel of vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0, Q2_K) against the reference
+/* An x16 kernel of vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K) against the reference
  * vec_dot, bit for bit, over random rows (quants and high bits at both
  * ends, signed scales and mins), activations at their extremes (-128 and
  * 127 included), block counts 1 to 70 and 1 to 20 columns (one column
@@ -563,7 +563,7 @@ static void test_x16_dot(const char *name, qt_type type, qt_x16_dot_fn kernel) {
     const qt_type yt = qt_get(type)->vec_dot_type;
     const int nbs[] = {1, 2, 7, 19, 32, 33, 70}, ncs[] = {1, 2, 3, 4, 17, 1, 20};
     for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++) {
-        const int n = nbs[i] * (type == QT_Q2_K ? QT_QK_K : 32), nc = ncs[i];
+        const int n = nbs[i] * (type == QT_Q2_K || type == QT_Q3_K ? QT_QK_K : 32), nc = ncs[i];
         const size_t row = qt_row_size(type, n), yrow = qt_row_size(yt, n);
         uint8_t *w = xmalloc(row * QT_X16_ROWS), *g = xmalloc(row * QT_X16_ROWS), *back = xmalloc(row);
         uint8_t *y = xmalloc(yrow * nc);
@@ -589,6 +589,14 @@ static void test_x16_dot(const char *name, qt_type type, qt_x16_dot_fn kernel) {
                     if (b == 0 && r < 2) { /* quants 0 and 3, scales and mins 15 throughout */
                         memset(x->qs, r ? 0xff : 0x00, sizeof x->qs);
                         memset(x->scales, 0xff, sizeof x->scales);
+                    }
+                } else if (type == QT_Q3_K) {
+                    qt_block_q3_K *x = (qt_block_q3_K *)(w + r * row) + b;
+                    x->d = qt_f32_to_f16((float)rng_normal() * 0.01f);
+                    if (b == 0 && r < 2) { /* values -4 with scales -32, values 3 with scales 31 */
+                        memset(x->qs, r ? 0xff : 0x00, sizeof x->qs);
+                        memset(x->hmask, r ? 0xff : 0x00, sizeof x->hmask);
+                        memset(x->scales, r ? 0xff : 0x00, sizeof x->scales);
                     }
                 } else if (type == QT_Q8_0) {
                     qt_block_q8_0 *x = (qt_block_q8_0 *)(w + r * row) + b;
@@ -648,7 +656,8 @@ int main(void) {
         {"avx512", QT_ISA_AVX512, QT_Q5_1, qt_avx512_x16_dot_q5_1},
         {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q5_1, qt_avx512_vnni_x16_dot_q5_1},
         {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q8_0, qt_avx512_vnni_x16_dot_q8_0},
-        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q2_K, qt_avx512_vnni_x16_dot_q2_K}};
+        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q2_K, qt_avx512_vnni_x16_dot_q2_K},
+        {"avx512-vnni", QT_ISA_AVX512_VNNI, QT_Q3_K, qt_avx512_vnni_x16_dot_q3_K}};
     for (size_t j = 0; j < sizeof x16 / sizeof x16[0]; j++) {
         if (qt_isa_supported(qt_cpu(), x16[j].isa))
             test_x16_dot(x16[j].name, x16[j].type, x16[j].fn);
@@ -707,6 +716,7 @@ int main(void) {
     test_x16_matmul(QT_Q4_K, 40, 3 * 256, 20); /* past 16 tokens: the tiled batches too */
     test_x16_matmul(QT_Q2_K, 24, 2 * 256, 5);
     test_x16_matmul(QT_Q2_K, 40, 3 * 256, 20); /* with AMX: vec_dot's order, then the tiled batches */
+    test_x16_matmul(QT_Q3_K, 40, 3 * 256, 28); /* vec_dot's order, the VNNI tiles from 8, AMX's from 24 */
     test_x16_matmul(QT_Q4_1, 40, 7 * 32, 9); /* an odd block count, rows past the last group */
     test_x16_matmul(QT_Q4_1, 64, 576, 20);
     test_x16_matmul(QT_Q4_1, 56, 3 * 32, 12); /* with tiles, a run of rows in groups and past them */

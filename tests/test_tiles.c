@@ -14,7 +14,7 @@
  *   32-block chunks, columns across tiles and its 128-column slices), and
  *   its packer writes qt_tiles_pack_i16_ref's bytes; gl_matmul's Q8_0
  *   batches take that order where the set runs.
- * - The kernel for the x16 layout (kernel_x16: Q4_1, Q5_0, Q5_1, Q8_0; Q2_K
+ * - The kernel for the x16 layout (kernel_x16: Q4_1, Q5_0, Q5_1, Q8_0; Q2_K, Q3_K
  *   in the tiled order) gives the row kernel's
  *   bits for the same rows' whole groups, and writes nothing past them.
  * - The tiled K-quant kernel equals qt_tiled_dot likewise for Q2_K..Q6_K
@@ -206,7 +206,8 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
             CHECK(same_bits(out[c * out_stride + r], -0.0f), "cols %d: wrote outside row %zu", cols, r);
     }
     if (tiles->kernel_x16 &&
-        (type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_Q8_0 || type == QT_Q2_K) &&
+        (type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_Q8_0 || type == QT_Q2_K ||
+         type == QT_Q3_K) &&
         rows >= QT_X16_ROWS) {
         /* the same rows' whole groups in the x16 layout: the same bits */
         const int grouped = rows - rows % QT_X16_ROWS;
