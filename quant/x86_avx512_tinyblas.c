@@ -52,6 +52,7 @@
 #include "repack.h"
 #include "tiles.h"
 #include "x86_avx512_tiles.h"
+#include "x86_avx512_wide.h"
 
 #define INLINE static inline __attribute__((always_inline))
 #define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
@@ -292,14 +293,6 @@ static void flush_rows(float *out, size_t out_stride, int c0, int nc, const floa
                 _mm512_mask_storeu_ps(out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0 + i, m, v[c]);
         }
     }
-}
-
-/* The 8 lane accumulators of 16 outputs in qt_hsum8's order. */
-INLINE __m512 hsum8_lanes(const __m512 a[8])
-{
-    const __m512 lo = _mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6]));
-    const __m512 hi = _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7]));
-    return _mm512_add_ps(lo, hi);
 }
 
 /* Where row r's blocks start (*lane 0), or with x16 (Q4_1, Q5_0: half

@@ -116,6 +116,26 @@ INLINE __m512 halves(__m512i v, int hi)
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(hi ? _mm512_srli_epi32(v, 16) : v));
 }
 
+/* Eight registers holding vec_dot's eight float lanes of 16 outputs
+ * (lane k in a[k]) summed as qt_hsum8 sums one output's: (a0 + a4) +
+ * (a2 + a6), then (a1 + a5) + (a3 + a7), then the two. */
+INLINE __m512 hsum8_lanes(const __m512 a[8])
+{
+    const __m512 lo = _mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6]));
+    const __m512 hi = _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7]));
+    return _mm512_add_ps(lo, hi);
+}
+
+/* qt_x16_dot_fn `name` (repack.h) from a one-column kernel
+ * one(nb, s, group, y) of nb super-blocks, one column after another. */
+#define QT_X16_K_COLUMNS(name, one)                                                                         \
+    void name(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc)     \
+    {                                                                                                    \
+        for (int c = 0; c < nc; c++)                                                                     \
+            one(n / QT_QK_K, s + (size_t)c * ldo, (const uint8_t *)group,                                \
+                (const qt_block_q8_K *)((const uint8_t *)y + (size_t)c * y_stride));                     \
+    }
+
 /* Part `part` of `parts` of the lines of an x16 super-block of `bytes`
  * (the one being summed): each asked for 1 KB ahead into L1 and `far`
  * bytes ahead into L2, spread over the sums' steps.  The group is one

@@ -118,18 +118,10 @@ INLINE void x16_vec_dot_q3_K(int nb, float *s, const uint8_t *group, const qt_bl
         for (int k = 0; k < 8; k++)
             acc[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(sum[k], 8)), acc[k]);
     }
-    const __m512 t0 = _mm512_add_ps(acc[0], acc[4]), t1 = _mm512_add_ps(acc[1], acc[5]);
-    const __m512 t2 = _mm512_add_ps(acc[2], acc[6]), t3 = _mm512_add_ps(acc[3], acc[7]);
-    _mm512_storeu_ps(s, _mm512_add_ps(_mm512_add_ps(t0, t2), _mm512_add_ps(t1, t3)));
+    _mm512_storeu_ps(s, hsum8_lanes(acc));
 }
 
-void qt_avx512_vnni_x16_dot_q3_K(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride,
-                                 int nc)
-{
-    for (int c = 0; c < nc; c++)
-        x16_vec_dot_q3_K(n / QT_QK_K, s + (size_t)c * ldo, group,
-                         (const qt_block_q8_K *)((const uint8_t *)y + (size_t)c * y_stride));
-}
+QT_X16_K_COLUMNS(qt_avx512_vnni_x16_dot_q3_K, x16_vec_dot_q3_K)
 
 #else
 
