@@ -80,8 +80,8 @@ typedef struct qt_tiles {
      * writing and re-reading the quantized rows; NULL: quantize, then pack */
     void (*pack_f32)(int n, const float *x, int ncols, int tile, void *packed);
     /* kernel's outputs, bit for bit, from weights in the x16 layout of a
-     * type with a qt_x16_dot (repack.h: Q4_1, Q5_0, Q5_1, Q8_0, and Q2_K
-     * where AMX runs; the K-quant sets turn each super-block of a group
+     * type with a qt_x16_dot (repack.h: Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, and
+     * Q2_K where AMX runs; the K-quant sets turn each super-block of a group
      * back into its rows' blocks): w is a group's first byte, w_stride
      * the row size, and the nrows rows lie in whole groups; NULL: such
      * weights never take this set */
@@ -167,7 +167,7 @@ bool qt_amx_tiled_has(qt_type type);
 void qt_amx_pack_q8_K_f32(int n, const float *x, int ncols, int tile, void *packed);
 void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
                   float *out, size_t out_stride);
-/* The same from whole groups of the x16 layout (Q2_K; repack.h). */
+/* The same from whole groups of the x16 layout (Q2_K, Q3_K; repack.h). */
 void qt_amx_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
                       float *out, size_t out_stride);
 #endif
