@@ -24,9 +24,9 @@
  * From L2 it runs ~23 GB/s a core on a Sapphire Rapids (~4 cycles per 64
  * elements of 16 rows), so the matrix-vector product still shares its
  * time between the vector ports and memory: 4096 x 4096, 2 threads,
- * 76-80% of the read rate against the rows' 72-76%; the whole
- * super-block's prefetch, the loop order (fields outer) and the
- * prefetch distance (3, 6, 12 KB) measured level or slower. */
+ * 76-80% of the read rate against the rows' 72-76%; the loop order
+ * (fields outer) and the distance of the L2 prefetch (3, 6, 12 KB)
+ * measured level or slower. */
 #if defined(__x86_64__)
 
 #include <immintrin.h>
