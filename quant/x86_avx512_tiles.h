@@ -76,6 +76,20 @@ static inline __attribute__((always_inline)) void qt_transpose16(__m512 v[16])
     }
 }
 
+/* 16 chunks of 64 bytes at src (chunk i: dword i of each of 16 rows, row
+ * r's at 4 r) back as the rows' 64 bytes, row r's at dst + r * row_bytes:
+ * one 16 x 16 transpose. */
+static inline __attribute__((always_inline)) void qt_x16_chunks_rows(const uint8_t *src, uint8_t *dst,
+                                                                     size_t row_bytes)
+{
+    __m512 v[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; k++) v[k] = _mm512_loadu_ps((const void *)(src + 64 * k));
+    qt_transpose16(v);
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) _mm512_storeu_ps((void *)(dst + row_bytes * r), v[r]);
+}
+
 /* The 16 rows' blocks of one super-block of a Q2_K group in repack.h's
  * x16 layout (sb), as the file had them: row r's block at dst + 84 r.
  * The kernels that read rows take a group's super-block this way, once
@@ -88,26 +102,16 @@ static inline __attribute__((always_inline)) void qt_x16_q2_K_rows(const uint8_t
         memcpy(dst + BS * r, sb + 16 * r, 16); /* the scales */
         memcpy(dst + BS * r + DM, sb + X16_DM + 4 * r, 4);
     }
-    __m512 v[16];
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; k++) v[k] = _mm512_loadu_ps((const void *)(sb + X16_QS + 64 * k));
-    qt_transpose16(v);
-#pragma GCC unroll 16
-    for (int r = 0; r < 16; r++) _mm512_storeu_ps((void *)(dst + BS * r + QS), v[r]);
+    qt_x16_chunks_rows(sb + X16_QS, dst + QS, BS);
 }
-
 
 /* The same for Q3_K (repack.h): the quant chunks in one 16 x 16
  * transpose, the 8 hmask and 3 scale chunks in another. */
 static inline __attribute__((always_inline)) void qt_x16_q3_K_rows(const uint8_t *sb, uint8_t *dst)
 {
     enum { BS = 110, HM = 0, QS = 32, SC = 96, D = 108 }; /* block size; where its parts sit */
+    qt_x16_chunks_rows(sb + QT_X16_Q3_K_QS, dst + QS, BS);
     __m512 v[16];
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; k++) v[k] = _mm512_loadu_ps((const void *)(sb + QT_X16_Q3_K_QS + 64 * k));
-    qt_transpose16(v);
-#pragma GCC unroll 16
-    for (int r = 0; r < 16; r++) _mm512_storeu_ps((void *)(dst + BS * r + QS), v[r]);
 #pragma GCC unroll 16
     for (int k = 0; k < 16; k++)
         v[k] = k < 8    ? _mm512_loadu_ps((const void *)(sb + QT_X16_Q3_K_HM + 64 * k))
