@@ -41,7 +41,11 @@
  *     each 4-byte group g = 0..63, 64 bytes: group g of columns 0..15 (the
  *     signed bytes as they are); then for each pair of 16-element sums
  *     j = 0..7, bsums 2j, 2j+1 of columns 0..15 as int16; then the
- *     columns' d_y as floats. */
+ *     columns' d_y as floats.
+ *   Biased Q8_K (the same for Q3_K and Q6_K weights on AVX512-VNNI): the
+ *     bytes stored as y + 128, since those kernels take the activations
+ *     as vpdpbusd's unsigned operand (x86_avx512_tiled.c); flipping them
+ *     once per matmul saves an xor per load of every row group. */
 #ifndef QLM_QT_TILES_H
 #define QLM_QT_TILES_H
 
@@ -153,6 +157,11 @@ void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, i
                           int ncols, float *out, size_t out_stride);
 void qt_avx512_vnni_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                               int ncols, float *out, size_t out_stride);
+/* The same for Q3_K and Q6_K, from the biased Q8_K layout. */
+void qt_avx512_vnni_tiled_biased(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                                 int ncols, float *out, size_t out_stride);
+void qt_avx512_vnni_tiled_biased_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows,
+                                     const void *packed, int ncols, float *out, size_t out_stride);
 /* The AVX2 set (the i16 order; Q8_0 only) whatever QLM_ISA says, or NULL. */
 const qt_tiles *qt_tiles_avx2(qt_type type);
 size_t qt_avx2_i16_pack_size(int n, int ncols);

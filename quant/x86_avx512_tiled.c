@@ -13,9 +13,12 @@
  *   - each weight block's quants unpacked once per pass to unsigned bytes;
  *   - per scale's span of elements, vpdpbusd of a broadcast 4-byte group
  *     of quants by the packed signed activations (4 products per lane, 64
- *     per instruction, exact in int32), then one vpmulld by the scale;
+ *     per instruction, exact in int32), then one vpmulld by the scale
+ *     (one vpdpwssd where the span's sum fits int16: Q2_K, Q3_K; 1.1x
+ *     on Q3_K against vpmaddwd and an add);
  *   - the types with a bias (Q3_K, Q6_K) take q - bias as the signed
- *     operand and the activations + 128 (a flipped sign bit) as the
+ *     operand and the activations + 128 (a flipped sign bit, packed so:
+ *     tiles.h's biased layout) as the
  *     unsigned one, so the bias costs nothing per column: what the +128
  *     adds, 128·Σ sc·(q - bias), is one constant per row and block
  *     (decode).  Taking -Σ bias·sc·bsum instead with 8 vpdpwssd per row
@@ -55,7 +58,8 @@
 /* One weight block, decoded. */
 typedef struct wblock {
     uint8_t q[QT_QK_K];   /* unsigned quants; with a bias, q - bias as int8 */
-    int32_t sc[16];       /* scale per 16 elements */
+    int32_t sc[16];       /* scale per 16 elements as vpdpwssd's int16 pair: (sc, 0) for Q2_K and
+                           * Q3_K, (sc, 256 sc) for the others (block_tiles) */
     int32_t corr;         /* with a bias: 128 Σ sc_j Σ (q - bias) over sub-block j */
     int32_t m[8];         /* int16 mins of sums 2j, 2j+1 */
     float d, neg_dmin;
@@ -186,7 +190,9 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
         wb->neg_dmin = -k.dmin;
         wb->has_min = k.has_min;
     }
-    _mm512_storeu_si512((void *)wb->sc, sc);
+    const bool small = type == QT_Q2_K || type == QT_Q3_K;
+    const __m512i low = _mm512_and_si512(sc, _mm512_set1_epi32(0xffff));
+    _mm512_storeu_si512((void *)wb->sc, small ? low : _mm512_or_si512(low, _mm512_slli_epi32(sc, 24)));
     wb->corr = 0;
     if (bias) {
         /* Σ_e sc[e/16]·q[e] as vpdpbusd of the quants by their scales'
@@ -209,7 +215,6 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
 INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[2], __m512 acc[GROUP][MAX_TILES], int t0,
                         const int nr, const int nt, const int span, const int small, const int sgn)
 {
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
     __m512i is[GROUP][2];
 #pragma GCC unroll 4
     for (int i = 0; i < nr; i++)
@@ -225,10 +230,7 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[2], __m512 ac
         for (int g = 4 * j; g < 4 * (j + span); g++) {
             __m512i y[2];
 #pragma GCC unroll 2
-            for (int t = 0; t < nt; t++) {
-                y[t] = _mm512_loadu_si512(blk[t] + 64 * g);
-                if (sgn) y[t] = _mm512_xor_si512(y[t], flip);
-            }
+            for (int t = 0; t < nt; t++) y[t] = _mm512_loadu_si512(blk[t] + 64 * g); /* sgn: packed as y + 128 */
 #pragma GCC unroll 4
             for (int i = 0; i < nr; i++) {
                 int32_t qg;
@@ -238,15 +240,19 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[2], __m512 ac
                 for (int t = 0; t < nt; t++) sj[i][t] = sgn ? qt_dpbusd512(sj[i][t], y[t], u) : qt_dpbusd512(sj[i][t], u, y[t]);
             }
         }
+        /* sc·sj exactly in one vpdpwssd (vpmulld is two uops, then an
+         * add).  Small types: |sj| <= 16·3·128 (Q3_K biased: 16·4·255)
+         * is the lane's low int16, against the pair (sc, 0).  The others'
+         * |sj| < 2^17 (Q6_K biased: 16·32·255) goes in as the int16 pair
+         * (sj & 255, sj >> 8), one byte shuffle, against (sc, 256 sc),
+         * which fits int16 for |sc| <= 128. */
+        const __m512i split = _mm512_set4_epi32(0x0e0d800c, 0x0a098008, 0x06058004, 0x02018000);
 #pragma GCC unroll 4
         for (int i = 0; i < nr; i++) {
-            /* small: |sj| <= 16·7·128 (Q3_K signed: 16·4·255) fits int16, so vpmaddwd with the
-             * scale in the low half of each lane (high half 0) gives the
-             * exact product in one uop where vpmulld takes two */
-            const __m512i sc = _mm512_set1_epi32(small ? wb[i].sc[j] & 0xffff : wb[i].sc[j]);
+            const __m512i sc = _mm512_set1_epi32(wb[i].sc[j]);
 #pragma GCC unroll 2
             for (int t = 0; t < nt; t++)
-                is[i][t] = _mm512_add_epi32(is[i][t], small ? _mm512_madd_epi16(sj[i][t], sc) : _mm512_mullo_epi32(sj[i][t], sc));
+                is[i][t] = qt_dpwssd512(is[i][t], small ? sj[i][t] : _mm512_shuffle_epi8(sj[i][t], split), sc);
         }
     }
 #pragma GCC unroll 2
@@ -420,16 +426,36 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
     }
 }
 
+/* Q3_K and Q6_K read the biased layout (tiles.h), the others the plain
+ * one: each entry takes only its own types. */
+INLINE bool biased(qt_type type) { return type == QT_Q3_K || type == QT_Q6_K; }
+
 void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                           int ncols, float *out, size_t out_stride)
 {
+    if (biased(type)) return;
     tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 0);
 }
 
+void qt_avx512_vnni_tiled_biased(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
+                                 int ncols, float *out, size_t out_stride)
+{
+    if (!biased(type)) return;
+    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 0);
+}
+
+/* x16: the K-quants with a qt_x16_dot */
 void qt_avx512_vnni_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
                               int ncols, float *out, size_t out_stride)
 {
-    if (type != QT_Q2_K && type != QT_Q3_K) return; /* the K-quants with a qt_x16_dot */
+    if (type != QT_Q2_K) return;
+    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+}
+
+void qt_avx512_vnni_tiled_biased_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows,
+                                     const void *packed, int ncols, float *out, size_t out_stride)
+{
+    if (type != QT_Q3_K) return;
     tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
 }
 

@@ -117,10 +117,14 @@ static void fill_k(qt_type type, uint8_t *x, int nb, int sc) {
     const size_t bs = qt_get(type)->type_size;
     int od, om;
     k_scale_offsets(type, &od, &om);
-    const int pat = rng_below(3);
+    /* pattern 3: Q6_K's largest sums, every q - 32 = -32 at scale -128
+     * (the kernels' 16-element sums then need 18 bits) */
+    const int pat = rng_below(4);
     for (size_t j = 0; j < bs * nb; j++)
-        x[j] = sc == SC_ZERO ? 0 : sc != SC_EXTREMES ? (uint8_t)rng_next() : pat == 0 ? 0x00 : pat == 1 ? 0xff : 0x5a;
+        x[j] = sc == SC_ZERO ? 0 : sc != SC_EXTREMES ? (uint8_t)rng_next() : pat == 1 ? 0xff : pat == 2 ? 0x5a : 0x00;
     for (int i = 0; i < nb; i++) {
+        if (sc == SC_EXTREMES && pat == 3 && type == QT_Q6_K)
+            memset(x + i * bs + offsetof(qt_block_q6_K, scales), 0x80, sizeof ((qt_block_q6_K *)0)->scales);
         const uint16_t d = scale_for(sc), m = scale_for(sc);
         memcpy(x + i * bs + od, &d, 2);
         if (om >= 0) memcpy(x + i * bs + om, &m, 2);
