@@ -224,6 +224,7 @@ INLINE int quantize_block(const float *x, int8_t *qs, float *d_out, int *sum_out
     return 1;
 }
 
+#define QT_X86_Q8K qt_avx512_quantize_q8_K
 #include "x86_q8.inc"
 
 /* ---- tables ------------------------------------------------------------- */

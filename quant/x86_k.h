@@ -34,6 +34,7 @@ void qt_avx2_tile_q5_1(int n, float *s, size_t ldo, const void *x, size_t xs, in
                        int nc, qt_vec_dot_tile_fn exact);
 
 void qt_avx512_vec_dot_q6_K_q8_K(int n, float *s, const void *x, const void *y);
+void qt_avx512_quantize_q8_K(const float *src, void *dst, int64_t n);
 void qt_avx512_vec_dot_tile_q6_K_q8_K(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y,
                                       size_t ys, int nc);
 void qt_avx512_vec_dot_tile_q4_K_q8_K(int n, float *s, size_t ldo, const void *x, size_t xs, int nr, const void *y,
