@@ -13,9 +13,9 @@
  *   - each weight block's quants unpacked once per pass to unsigned bytes;
  *   - per scale's span of elements, vpdpbusd of a broadcast 4-byte group
  *     of quants by the packed signed activations (4 products per lane, 64
- *     per instruction, exact in int32), then one vpmulld by the scale
- *     (one vpdpwssd where the span's sum fits int16: Q2_K, Q3_K; 1.1x
- *     on Q3_K against vpmaddwd and an add);
+ *     per instruction, exact in int32), then one vpdpwssd by the scale
+ *     (block_tiles says how; against vpmulld's two uops and an add, or
+ *     vpmaddwd and an add: Q3_K 1.1x, Q6_K 1.2x);
  *   - the types with a bias (Q3_K, Q6_K) take q - bias as the signed
  *     operand and the activations + 128 (a flipped sign bit, packed so:
  *     tiles.h's biased layout) as the
