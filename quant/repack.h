@@ -185,6 +185,19 @@ static inline void qt_rp_prefetch_out(const float *s, size_t ldo, int ncols, int
         if ((uintptr_t)o % 64) __builtin_prefetch(o + 15, 1, 3);
     }
 }
+/* Whether a call's outputs go out with streaming (non-temporal) stores:
+ * when its columns span 1 MB or more, the lines are not in cache and the
+ * prefetches above only half hid the reads for ownership; worse, columns
+ * ldo floats apart with ldo a multiple of 1024 all fall in one or two L1
+ * sets, where the prefetched lines evicted each other and the panel.
+ * Streaming stores need no read: tl-q4_k_m's Q4_K kernel 1.09x at 2048 x
+ * 65536, 128 columns, pp512 1.04-1.08x (2 threads, Xeon without AMX);
+ * the next op reads the output from memory, where it mostly was anyway.
+ * Full aligned lines only. */
+static inline bool qt_rp_stream_out(const float *s, size_t ldo, int ncols)
+{
+    return (uintptr_t)s % 64 == 0 && ldo % 16 == 0 && (size_t)ncols * ldo * sizeof(float) >= ((size_t)1 << 20);
+}
 /* Per-column side data the wide kernels share across ISAs (prep), one
  * column after another (column col at aux + col * aux_bytes(n, 1)):
  * Q4_0/IQ4_NL blocks: the widened activation scale and -(offset) *

@@ -39,6 +39,16 @@
 /* ---- shared helpers --------------------------------------------------------- */
 
 /* The f16 in the low (hi = 0) or high half of each lane, widened exactly. */
+/* Half a line of a call's output: with `stream` (qt_rp_stream_out; s
+ * aligned, so each pair of halves is one whole line) a streaming store. */
+INLINE void store_out8(float *o, __m256 v, bool stream)
+{
+    if (stream)
+        _mm256_stream_ps(o, v);
+    else
+        _mm256_storeu_ps(o, v);
+}
+
 INLINE __m256 halves(__m256i v, int hi)
 {
     const __m256i w = hi ? _mm256_srli_epi32(v, 16) : _mm256_and_si256(v, _mm256_set1_epi32(0xffff));
@@ -290,13 +300,14 @@ INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *
     const int nb = n / QT_QK4_0;
     /* the chunk's accumulators side by side (run_k, below, says why) */
     alignas(32) float sa[Q4_0_CHUNK * 16];
+    const bool stream = qt_rp_stream_out(s, ldo, ncols);
     for (int c0 = 0; c0 < ncols; c0 += Q4_0_CHUNK) {
         const int nch = ncols - c0 < Q4_0_CHUNK ? ncols - c0 : Q4_0_CHUNK;
         const uint8_t *yc = y + (size_t)c0 * y_stride, *ac = aux + (size_t)c0 * aux_stride;
         for (int c = 0; c < 2 * nch; c++) _mm256_store_ps(sa + 8 * c, _mm256_setzero_ps());
         for (int b = 0; b < nb; b += PANEL) {
             const int np = nb - b < PANEL ? nb - b : PANEL;
-            qt_rp_prefetch_out(s + (size_t)c0 * ldo, ldo, nch, b / PANEL, (nb + PANEL - 1) / PANEL);
+            if (!stream) qt_rp_prefetch_out(s + (size_t)c0 * ldo, ldo, nch, b / PANEL, (nb + PANEL - 1) / PANEL);
             for (int i = 0; i < np; i++)
                 for (int h = 0; h < 2; h++) {
                     if (x16) {
@@ -326,8 +337,9 @@ INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *
                 }
         }
         for (int c = 0; c < 2 * nch; c++)
-            _mm256_storeu_ps(s + (size_t)(c0 + c / 2) * ldo + 8 * (c % 2), _mm256_load_ps(sa + 8 * c));
+            store_out8(s + (size_t)(c0 + c / 2) * ldo + 8 * (c % 2), _mm256_load_ps(sa + 8 * c), stream);
     }
+    if (stream) _mm_sfence();
 }
 
 static void run_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
@@ -668,6 +680,7 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
      * most), the columns' lines fell in the same few L1 sets (AVX-512's
      * run_k ran at 0.8x that way) */
     alignas(32) float sa[2][CHUNK * 8], sm[2][CHUNK * 8];
+    const bool stream = qt_rp_stream_out(s, ldo, ncols);
     for (int c0 = 0; c0 < ncols; c0 += CHUNK) {
         const int nch = ncols - c0 < CHUNK ? ncols - c0 : CHUNK;
         float *sc = s + (size_t)c0 * ldo;
@@ -681,7 +694,7 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
         for (int b = 0; b < nb; b++) {
             const uint8_t *blk = (const uint8_t *)w + (size_t)b * step;
             if (!x16 && b + 2 < nb) prefetch_rows(blk + 2 * bs, w_stride, bs);
-            qt_rp_prefetch_out(sc, ldo, nch, b, nb);
+            if (!stream) qt_rp_prefetch_out(sc, ldo, nch, b, nb);
             const uint8_t *yb = yc + (size_t)b * sizeof(qt_block_q8_K);
             const uint32_t *pairs = q4k ? (const uint32_t *)aux + 4 * b : NULL;
             for (int h = 0; h < 2; h++) {
@@ -704,9 +717,10 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
         }
         for (int c = 0; c < nch; c++)
             for (int h = 0; h < 2; h++)
-                _mm256_storeu_ps(sc + c * ldo + 8 * h,
-                                 _mm256_sub_ps(_mm256_load_ps(sa[h] + 8 * c), _mm256_load_ps(sm[h] + 8 * c)));
+                store_out8(sc + c * ldo + 8 * h, _mm256_sub_ps(_mm256_load_ps(sa[h] + 8 * c), _mm256_load_ps(sm[h] + 8 * c)),
+                           stream);
     }
+    if (stream) _mm_sfence();
 }
 
 /* ---- one column (decode) ----------------------------------------------------

@@ -380,12 +380,13 @@ INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size
      * run_k (which says why); chunks of whole 8-column groups, each
      * packing the panels anew. */
     alignas(64) float sa[ACC_COLS * 16];
+    const bool stream = qt_rp_stream_out(s, ldo, ncols);
     for (int c0 = 0; c0 < ncols; c0 += ACC_COLS) {
         const int c1 = ncols - c0 < ACC_COLS ? ncols : c0 + ACC_COLS;
         for (int c = 0; c < c1 - c0; c++) _mm512_store_ps(sa + 16 * c, _mm512_setzero_ps());
         for (int b = 0; b < nb; b += PANEL) {
             const int np = nb - b < PANEL ? nb - b : PANEL;
-            qt_rp_prefetch_out(s + (size_t)c0 * ldo, ldo, c1 - c0, b / PANEL, (nb + PANEL - 1) / PANEL);
+            if (!stream) qt_rp_prefetch_out(s + (size_t)c0 * ldo, ldo, c1 - c0, b / PANEL, (nb + PANEL - 1) / PANEL);
             if (x16) {
                 /* two panels on (past the group's end: the next group's
                  * start, which follows it in memory); the hardware
@@ -410,8 +411,14 @@ INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size
             for (; c < c1; c++)
                 columns(&p, np, 1, column_src(yt, y_stride, tail, nb, c - whole, b), sa + 16 * (c - c0), vnni);
         }
-        for (int c = 0; c < c1 - c0; c++) _mm512_storeu_ps(s + (size_t)(c0 + c) * ldo, _mm512_load_ps(sa + 16 * c));
+        for (int c = 0; c < c1 - c0; c++) {
+            if (stream)
+                _mm512_stream_ps(s + (size_t)(c0 + c) * ldo, _mm512_load_ps(sa + 16 * c));
+            else
+                _mm512_storeu_ps(s + (size_t)(c0 + c) * ldo, _mm512_load_ps(sa + 16 * c));
+        }
     }
+    if (stream) _mm_sfence(); /* as in x86_avx512_repack_k.c */
 }
 
 static void run_x16_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,

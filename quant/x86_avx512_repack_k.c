@@ -313,6 +313,7 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
      * KB for most), the columns' lines fell in the same few L1 sets and
      * the kernel ran at 0.8x */
     alignas(64) float sa[CHUNK * 16], sm[CHUNK * 16];
+    const bool stream = qt_rp_stream_out(s, ldo, ncols);
     for (int c0 = 0; c0 < ncols; c0 += CHUNK) {
         const int nch = ncols - c0 < CHUNK ? ncols - c0 : CHUNK;
         float *sc = s + (size_t)c0 * ldo;
@@ -324,7 +325,7 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
         for (int b = 0; b < n / QT_QK_K; b++) {
             const uint8_t *blk = super_block(w, b, bs, x16);
             if (b + 2 < n / QT_QK_K) prefetch_sb(w, w_stride, n / QT_QK_K, b, 2, bs, x16);
-            qt_rp_prefetch_out(sc, ldo, nch, b, n / QT_QK_K);
+            if (!stream) qt_rp_prefetch_out(sc, ldo, nch, b, n / QT_QK_K);
             if (q4k)
                 pack_q4_K(&p, blk, w_stride, x16);
             else
@@ -339,9 +340,16 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
                 columns(&p, 1, q4k, gemm, vnni, yb + c * y_stride, y_stride, pairs + (c0 + c) * ps, ps, sa + 16 * c,
                         sm + 16 * c);
         }
-        for (int c = 0; c < nch; c++)
-            _mm512_storeu_ps(sc + c * ldo, _mm512_sub_ps(_mm512_load_ps(sa + 16 * c), _mm512_load_ps(sm + 16 * c)));
+        for (int c = 0; c < nch; c++) {
+            const __m512 v = _mm512_sub_ps(_mm512_load_ps(sa + 16 * c), _mm512_load_ps(sm + 16 * c));
+            if (stream)
+                _mm512_stream_ps(sc + c * ldo, v);
+            else
+                _mm512_storeu_ps(sc + c * ldo, v);
+        }
     }
+    /* the streaming stores ordered before whatever reads s next */
+    if (stream) _mm_sfence();
 }
 
 /* ---- one column (decode) ------------------------------------------------

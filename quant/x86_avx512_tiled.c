@@ -357,6 +357,7 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
                                                 BLOCK_FNS(1, 1, 1)};
 #undef BLOCK_FNS
     const int wide = type == QT_Q4_K || type == QT_Q5_K ? 1 : type == QT_Q2_K ? 2 : type == QT_Q3_K ? 3 : 0;
+    const bool stream = qt_rp_stream_out(out, out_stride, ncols);
     /* Passes of up to MAX_TILES tiles (the caller's are no wider) keep the
      * float accumulators of a row group in one array. */
     for (int c0 = 0; c0 < ncols; c0 += MAX_TILES * QT_TILE_COLS) {
@@ -420,10 +421,11 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
             r += nr;
             if (r % ROWS == 0 || r == nrows) {
                 const int r0 = (r - 1) / ROWS * ROWS;
-                qt_tiles_flush(out, out_stride, c0, nc, res[0], ROWS, r0, r - r0);
+                qt_tiles_flush(out, out_stride, c0, nc, res[0], ROWS, r0, r - r0, stream);
             }
         }
     }
+    if (stream) _mm_sfence();
 }
 
 /* Q3_K and Q6_K read the biased layout (tiles.h), the others the plain

@@ -4,6 +4,7 @@
 #define QLM_QT_X86_AVX512_TILES_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -14,15 +15,22 @@
  * row of `res_stride` floats per column) because the output's columns are
  * n_out floats apart: storing each result directly would touch a line,
  * and a page, per column every time.  This writes rows [r0, r0 + n) of
- * columns [c0, c0 + nc), 16 floats per masked store, without a call. */
+ * columns [c0, c0 + nc), 16 floats per masked store, without a call;
+ * with `stream` (qt_rp_stream_out), whole aligned lines with streaming
+ * stores, which the caller orders with an sfence before it returns. */
 static inline __attribute__((always_inline)) void qt_tiles_flush(float *out, size_t out_stride, int c0, int nc,
-                                                                 const float *res, int res_stride, int r0, int n)
+                                                                 const float *res, int res_stride, int r0, int n,
+                                                                 bool stream)
 {
     for (int c = 0; c < nc; c++)
         for (int i = 0; i < n; i += 16) {
             const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
-            _mm512_mask_storeu_ps(out + (size_t)(c0 + c) * out_stride + r0 + i, m,
-                                  _mm512_maskz_loadu_ps(m, res + (size_t)c * res_stride + i));
+            float *o = out + (size_t)(c0 + c) * out_stride + r0 + i;
+            const __m512 v = _mm512_maskz_loadu_ps(m, res + (size_t)c * res_stride + i);
+            if (stream && m == 0xffff && (uintptr_t)o % 64 == 0)
+                _mm512_stream_ps(o, v);
+            else
+                _mm512_mask_storeu_ps(o, m, v);
         }
 }
 

@@ -277,9 +277,10 @@ static void decode_q5_1(const qt_block_q5_1 *x, int bn, qt_block_q8_0 *out, floa
 
 /* Rows [r0, r0 + n) of columns [c0, c0 + nc) from res[tile][row][column]:
  * 16 rows of a tile at a time, transposed so that each column's rows go
- * out in one masked store (the output's columns are out_stride apart). */
+ * out in one masked store (the output's columns are out_stride apart);
+ * with `stream`, whole aligned lines in streaming stores (qt_tiles_flush). */
 static void flush_rows(float *out, size_t out_stride, int c0, int nc, const float (*res)[ROWS + 16][QT_TILE_COLS],
-                       int r0, int n)
+                       int r0, int n, bool stream)
 {
     for (int t = 0; t * QT_TILE_COLS < nc; t++) {
         const int cols = nc - t * QT_TILE_COLS < QT_TILE_COLS ? nc - t * QT_TILE_COLS : QT_TILE_COLS;
@@ -289,8 +290,13 @@ static void flush_rows(float *out, size_t out_stride, int c0, int nc, const floa
 #pragma GCC unroll 16
             for (int j = 0; j < 16; j++) v[j] = _mm512_load_ps(res[t][i + j]);
             qt_transpose16(v);
-            for (int c = 0; c < cols; c++)
-                _mm512_mask_storeu_ps(out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0 + i, m, v[c]);
+            for (int c = 0; c < cols; c++) {
+                float *o = out + (size_t)(c0 + t * QT_TILE_COLS + c) * out_stride + r0 + i;
+                if (stream && m == 0xffff && (uintptr_t)o % 64 == 0)
+                    _mm512_stream_ps(o, v[c]);
+                else
+                    _mm512_mask_storeu_ps(o, m, v[c]);
+            }
         }
     }
 }
@@ -322,6 +328,7 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
                       : type == QT_Q5_1     ? QT_X16_Q5_1_BLOCK
                                             : QT_X16_Q4_1_BLOCK;
     const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
+    const bool stream = qt_rp_stream_out(out, out_stride, ncols);
     const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
     const size_t tile_bytes = tile_qs + (size_t)(1 + q41) * nb * QT_TILE_COLS * sizeof(float);
     static const rows_chunk_fn chunk_fn[2][NR] = {{rows_chunk_1_0, rows_chunk_2_0,
@@ -395,10 +402,12 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
             const int end = r + nr;
             if (end % ROWS == 0 || end == nrows) {
                 const int r0 = (end - 1) / ROWS * ROWS;
-                flush_rows(out, out_stride, c0, nc, (const float(*)[ROWS + 16][QT_TILE_COLS])res, r0, end - r0);
+                flush_rows(out, out_stride, c0, nc, (const float(*)[ROWS + 16][QT_TILE_COLS])res, r0, end - r0,
+                           stream);
             }
         }
     }
+    if (stream) _mm_sfence();
 }
 
 void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,

@@ -171,6 +171,33 @@ static void prep_call(const qt_rp_wide *k, int n, int ncols, uint8_t *aux, const
 /* A wide kernel set (16 rows, any number of columns) against the reference
  * order, gemm and gemv, at every column count from 1 to 40; a set that
  * says it has one order must match gemv's with gemm's too. */
+/* One call of MAXC columns whose outputs are LDO floats apart (1 MB or
+ * more, so the kernel streams them: qt_rp_stream_out): the same bits as
+ * want, and nothing written between a column's 16 rows and the next. */
+enum { STREAM_LDO = 4096 };
+static void check_wide_streamed(const qt_rp_wide *k, int x16, int n, int ncols, const uint8_t *w, size_t w_gap,
+                                const uint8_t *y, size_t y_stride, uint8_t *aux, int gemm, const float *want,
+                                int want_stride) {
+    float *out = aligned_alloc(64, sizeof(float) * STREAM_LDO * (size_t)ncols);
+    if (!out) abort();
+    CHECK(qt_rp_stream_out(out, STREAM_LDO, ncols), "%d columns %d apart are not streamed", ncols, STREAM_LDO);
+    for (size_t i = 0; i < (size_t)STREAM_LDO * ncols; i++) out[i] = -0.0f;
+    prep_call(k, n, ncols, aux, y, y_stride);
+    if (x16)
+        k->run_x16(n, ncols, gemm, out, STREAM_LDO, w, y, y_stride, aux);
+    else
+        k->run(n, ncols, gemm, out, STREAM_LDO, w, w_gap, y, y_stride, aux);
+    for (int c = 0; c < ncols; c++) {
+        for (int r = 0; r < QT_RP_WIDE_ROWS; r++)
+            CHECK(same_bits(out[(size_t)c * STREAM_LDO + r], want[c * want_stride + r]),
+                  "streamed %s%s col %d row %d: ref %a, kernel %a", x16 ? "x16 " : "", gemm ? "gemm" : "gemv", c, r,
+                  want[c * want_stride + r], out[(size_t)c * STREAM_LDO + r]);
+        CHECK(same_bits(out[(size_t)c * STREAM_LDO + QT_RP_WIDE_ROWS], -0.0f), "streamed: col %d written past its rows",
+              c);
+    }
+    free(out);
+}
+
 static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt_type type) {
     const qt_repack_ops *ref = qt_repack_ref();
     const qt_traits *tr = qt_get(type);
@@ -219,6 +246,10 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                                   ncols, c, r, want, out[c * (ROWS + 1) + r]);
                         }
                 }
+            if (iter < 2)
+                for (int gemm = 0; gemm < 2; gemm++)
+                    check_wide_streamed(k, 0, n, MAXC, w, w_gap, y, y_stride, aux, gemm, gemm ? &want_g[0][0] : &want_v[0][0],
+                                        ROWS);
             if (k->run_x16) { /* the same outputs from the interleaved layout */
                 uint8_t *x16 = xmalloc(w_stride * ROWS), *back = xmalloc(w_gap * (ROWS - 1) + w_stride);
                 qt_x16_interleave(type, n, w, w_gap, x16);
@@ -238,6 +269,10 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                                       nb, ncols, c, r, want, out[c * (ROWS + 1) + r]);
                             }
                     }
+                if (iter < 2)
+                    for (int gemm = 0; gemm < 2; gemm++)
+                        check_wide_streamed(k, 1, n, MAXC, x16, 0, y, y_stride, aux, gemm,
+                                            gemm ? &want_g[0][0] : &want_v[0][0], ROWS);
                 free(x16), free(back);
             }
             free(w), free(y), free(aux);

@@ -149,13 +149,19 @@ static void fill_q8_K(qt_block_q8_K *b, int nb, int sc) {
 
 /* One shape of a weight type's tile kernel against the type's one-output
  * definition: vec_dot for Q8_0, qt_tiled_dot for the K-quants. */
+static void check_shape_out(const qt_tiles *tiles, qt_type type, int nb, int rows, int cols, int sc, size_t out_stride);
 static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, int cols, int sc) {
+    check_shape_out(tiles, type, nb, rows, cols, sc, (size_t)rows + 3);
+}
+
+/* The same with outputs out_stride floats apart in a 64-byte aligned
+ * buffer: wide enough, the kernels stream them (qt_rp_stream_out). */
+static void check_shape_out(const qt_tiles *tiles, qt_type type, int nb, int rows, int cols, int sc, size_t out_stride) {
     const qt_traits *tr = qt_get(type);
     const int n = nb * tr->block_size;
     /* rows a little apart, as in a wider tensor (blocks stay 2-aligned) */
     const size_t w_stride = qt_row_size(type, n) + 2 * (size_t)rng_below(3);
     const size_t y_stride = qt_row_size(tr->vec_dot_type, n);
-    const size_t out_stride = (size_t)rows + 3;
     uint8_t *w = test_xmalloc(w_stride * rows), *y = test_xmalloc(y_stride * cols);
     for (int r = 0; r < rows; r++) {
         if (type == QT_Q8_0)
@@ -184,7 +190,8 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
         CHECK(memcmp(ref, packed, pack_bytes) == 0, "nb %d cols %d: packed tiles differ from the portable layout", nb, cols);
         free(ref);
     }
-    float *out = test_xmalloc(sizeof(float) * out_stride * cols);
+    float *out = aligned_alloc(64, (sizeof(float) * out_stride * cols + 63) / 64 * 64);
+    if (!out) abort();
     for (size_t i = 0; i < out_stride * cols; i++) out[i] = -0.0f;
     tiles->kernel(type, n, w, w_stride, rows, packed, cols, out, out_stride);
     for (int c = 0; c < cols; c++) {
@@ -218,7 +225,8 @@ static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, i
         uint8_t *g = test_xmalloc(w_stride * grouped);
         for (int r = 0; r < grouped; r += QT_X16_ROWS)
             qt_x16_interleave(type, n, w + r * w_stride, w_stride, g + r * w_stride);
-        float *o16 = test_xmalloc(sizeof(float) * out_stride * cols);
+        float *o16 = aligned_alloc(64, (sizeof(float) * out_stride * cols + 63) / 64 * 64);
+        if (!o16) abort();
         for (size_t i = 0; i < out_stride * cols; i++) o16[i] = -0.0f;
         tiles->kernel_x16(type, n, g, w_stride, grouped, packed, cols, o16, out_stride);
         for (int c = 0; c < cols; c++)
@@ -257,6 +265,10 @@ static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
             while (tiles->pack_size(nb * QT_QK_K, 16 * QT_TILE_COLS) <= (size_t)l2) nb++;
             check_shape(tiles, type, nb, 43, 16 * QT_TILE_COLS, sc);
         }
+        /* 64 columns 4096 floats apart span 1 MB: streamed whole lines,
+         * masked stores for the last 5 rows */
+        CHECK(qt_rp_stream_out((const float *)(uintptr_t)64, 4096, 64), "4096 x 64 outputs are not streamed");
+        check_shape_out(tiles, type, q8 ? 3 : 2, 37, 64, sc, 4096);
         TEST_END();
     }
 }
