@@ -34,6 +34,15 @@ size_t gl_matmul_scratch(const gl_tensor *w, int n_tokens)
     return bytes;
 }
 
+/* Whether a matmul's outputs go out in streaming stores (quant/repack.h,
+ * qt_rp_stream_out): when there are at least as many as the cores' L2s
+ * hold, so that the next op reads them from memory anyway. */
+static bool stream_out(int64_t n_out, int n_tokens)
+{
+    return (size_t)n_out * (size_t)n_tokens * sizeof(float) >=
+           (size_t)qt_cpu()->l2_bytes * (size_t)omp_get_max_threads();
+}
+
 /* A matrix in the x16 layout takes a set's tiles only where the set reads
  * that layout (kernel_x16: Q4_1's, whose layout keeps vec_dot's order);
  * elsewhere its own kernels (the tile kernels read rows). */
@@ -49,17 +58,18 @@ static const qt_tiles *tiles_for(const gl_tensor *w, int n_tokens)
  * group's first row: runs start at multiples of 16), those past the last
  * group as rows. */
 static void tiles_run(const qt_tiles *tiles, const gl_tensor *w, int64_t r0, int64_t nr, const void *pass, int nc,
-                      float *y)
+                      float *y, bool stream)
 {
     const int n_in = (int)w->ne[0];
     const int64_t n_out = w->ne[1];
     const int64_t groups_end = w->layout == GL_LAYOUT_X16 ? n_out - n_out % QT_X16_ROWS : 0;
     const int64_t grouped = groups_end <= r0 ? 0 : groups_end - r0 < nr ? groups_end - r0 : nr;
     if (grouped)
-        tiles->kernel_x16(w->type, n_in, gl_row(w, r0), w->row_bytes, (int)grouped, pass, nc, y + r0, (size_t)n_out);
+        tiles->kernel_x16(w->type, n_in, gl_row(w, r0), w->row_bytes, (int)grouped, pass, nc, y + r0, (size_t)n_out,
+                          stream);
     if (grouped < nr)
         tiles->kernel(w->type, n_in, gl_row(w, r0 + grouped), w->row_bytes, (int)(nr - grouped), pass, nc,
-                      y + r0 + grouped, (size_t)n_out);
+                      y + r0 + grouped, (size_t)n_out, stream);
 }
 
 /* Tokens per pass of the wide kernels: the pass's activations stay in L2
@@ -79,12 +89,12 @@ static int wide_pass(size_t xq_row)
 
 /* One group of 16 rows at wg through the kernel for w's layout. */
 static void wide_run(const qt_rp_wide *wide, const gl_tensor *w, int n_in, int ncols, bool gemm, float *s,
-                     size_t ldo, const void *wg, const void *y, size_t y_stride, const void *aux)
+                     size_t ldo, const void *wg, const void *y, size_t y_stride, const void *aux, bool stream)
 {
     if (w->layout == GL_LAYOUT_X16)
-        wide->run_x16(n_in, ncols, gemm, s, ldo, wg, y, y_stride, aux);
+        wide->run_x16(n_in, ncols, gemm, s, ldo, wg, y, y_stride, aux, stream);
     else
-        wide->run(n_in, ncols, gemm, s, ldo, wg, w->row_bytes, y, y_stride, aux);
+        wide->run(n_in, ncols, gemm, s, ldo, wg, w->row_bytes, y, y_stride, aux, stream);
 }
 
 /* The tokens of the calls matmul_wide makes: passes of `pass` tokens from
@@ -109,6 +119,7 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
     const int n_in = (int)w->ne[0];
     const int64_t n_out = w->ne[1];
     const int pass = wide_pass(xq_row);
+    const bool stream = stream_out(n_out, n_tokens);
     #pragma omp parallel
     {
         #pragma omp for schedule(static)
@@ -136,7 +147,7 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
                     if (ncols[k])
                         wide_run(wide, w, n_in, ncols[k], start[k] < n_gemm,
                                  &y[(int64_t)start[k] * n_out + g * QT_RP_WIDE_ROWS], (size_t)n_out, wg,
-                                 xq + (size_t)start[k] * xq_row, xq_row, aux + wide->aux_bytes(n_in, start[k]));
+                                 xq + (size_t)start[k] * xq_row, xq_row, aux + wide->aux_bytes(n_in, start[k]), stream);
             }
         }
     }
@@ -158,7 +169,7 @@ static void matmul_wide_one(const qt_rp_wide *wide, const gl_tensor *w, const ui
     #pragma omp parallel for schedule(guided)
     for (int64_t g = 0; g < n_wide / QT_RP_WIDE_ROWS; g++)
         wide_run(wide, w, n_in, 1, false, &y[g * QT_RP_WIDE_ROWS], (size_t)w->ne[1], gl_row(w, g * QT_RP_WIDE_ROWS),
-                 xq, 0, aux);
+                 xq, 0, aux, false);
 }
 
 /* Batches with tile kernels (quant/tiles.h): the activations are packed
@@ -210,7 +221,7 @@ static void matmul_tiles_x(const qt_tiles *tiles, int n_w, const gl_tensor *cons
                 while (r0 >= (w[i]->ne[1] + TB_ROWS - 1) / TB_ROWS * TB_ROWS)
                     r0 -= (w[i]->ne[1] + TB_ROWS - 1) / TB_ROWS * TB_ROWS, i++;
                 const int64_t n_out = w[i]->ne[1], nr = n_out - r0 < TB_ROWS ? n_out - r0 : TB_ROWS;
-                tiles_run(tiles, w[i], r0, nr, pass, nc, y[i] + (size_t)c0 * n_out);
+                tiles_run(tiles, w[i], r0, nr, pass, nc, y[i] + (size_t)c0 * n_out, stream_out(n_out, n_tokens));
             }
         }
     }
@@ -296,7 +307,8 @@ static void rows_dot(const qt_traits *tr, const gl_tensor *w, const void *xq, si
     if (aux) {
         const qt_rp_wide *wide = qt_repack_wide(w->type);
         for (int64_t g = r; g < r + nr; g += QT_RP_WIDE_ROWS)
-            wide_run(wide, w, (int)w->ne[0], n_tokens, false, &y[g], (size_t)n_out, gl_row(w, g), xq, xq_row, aux);
+            wide_run(wide, w, (int)w->ne[0], n_tokens, false, &y[g], (size_t)n_out, gl_row(w, g), xq, xq_row, aux,
+                     false);
         return;
     }
     const qt_x16_dot_fn dot16 = w->layout == GL_LAYOUT_X16 ? qt_x16_dot(w->type) : NULL;

@@ -92,13 +92,14 @@ typedef struct qt_rp_wide {
      * columns, the parts' sum is at most the whole's */
     size_t (*aux_bytes)(int n, int ncols);
     void (*prep)(int n, int col, int ncols, void *aux, const void *y);
-    /* s[c * ldo + r] = W[r] . y_c for r < 16, c < ncols */
+    /* s[c * ldo + r] = W[r] . y_c for r < 16, c < ncols; stream: the
+     * caller's hint that s will not be read from cache (qt_rp_stream_out) */
     void (*run)(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                const void *y, size_t y_stride, const void *aux);
+                const void *y, size_t y_stride, const void *aux, bool stream);
     /* The same outputs, bit for bit, from one group of 16 rows in the x16
      * layout below (w: the group's first byte); NULL: the type has none. */
     void (*run_x16)(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                    size_t y_stride, const void *aux);
+                    size_t y_stride, const void *aux, bool stream);
     /* gemm's order is gemv's (Q4_0, IQ4_NL): `gemm` is moot, and a batch
      * goes in calls of whole passes, never split where llama.cpp would
      * switch to its gemv */
@@ -185,18 +186,20 @@ static inline void qt_rp_prefetch_out(const float *s, size_t ldo, int ncols, int
         if ((uintptr_t)o % 64) __builtin_prefetch(o + 15, 1, 3);
     }
 }
-/* Whether a call's outputs go out with streaming (non-temporal) stores:
- * when its columns span 1 MB or more, the lines are not in cache and the
- * prefetches above only half hid the reads for ownership; worse, columns
- * ldo floats apart with ldo a multiple of 1024 all fall in one or two L1
- * sets, where the prefetched lines evicted each other and the panel.
- * Streaming stores need no read: tl-q4_k_m's Q4_K kernel 1.09x at 2048 x
- * 65536, 128 columns, pp512 1.04-1.08x (2 threads, Xeon without AMX);
- * the next op reads the output from memory, where it mostly was anyway.
- * Full aligned lines only. */
-static inline bool qt_rp_stream_out(const float *s, size_t ldo, int ncols)
+/* Whether a kernel writes its outputs with streaming (non-temporal)
+ * stores: where the caller says they will not be read from cache (a
+ * matmul's outputs larger than the cores' L2s: ggml-lite/matmul.c), and
+ * the lines are whole and aligned.  Columns ldo floats apart with ldo a
+ * multiple of 1024 all fall in one or two L1 sets, where the prefetched
+ * output lines evicted each other and the panel, and the reads for
+ * ownership of lines long gone from cache held the stores back; streaming
+ * stores read nothing.  tl-q4_k_m's Q4_K kernel 1.09x at 2048 x 65536,
+ * 128 columns; pp512 1.04-1.08x, pp256 1.06-1.09x (2 threads, Xeon
+ * without AMX).  Outputs that fit in cache stay cached: streamed, pp64
+ * ran 0.94-0.96x, its next op reading them back from memory. */
+static inline bool qt_rp_stream_out(bool stream, const float *s, size_t ldo)
 {
-    return (uintptr_t)s % 64 == 0 && ldo % 16 == 0 && (size_t)ncols * ldo * sizeof(float) >= ((size_t)1 << 20);
+    return stream && (uintptr_t)s % 64 == 0 && ldo % 16 == 0;
 }
 /* Per-column side data the wide kernels share across ISAs (prep), one
  * column after another (column col at aux + col * aux_bytes(n, 1)):

@@ -61,9 +61,12 @@
 #define QT_TILE_MIN_COLS 8
 
 /* out[c * out_stride + r] for rows r < nrows of w (w_stride bytes apart),
- * weight type `type`, and columns c < ncols of `packed` (tile 0 first). */
+ * weight type `type`, and columns c < ncols of `packed` (tile 0 first).
+ * stream: the caller's hint that the outputs will not be read from cache
+ * (repack.h's qt_rp_stream_out); the AVX-512 kernels then write whole
+ * aligned lines with streaming stores, the AVX2 and AMX ones ignore it. */
 typedef void (*qt_tile_kernel_fn)(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                                  int ncols, float *out, size_t out_stride);
+                                  int ncols, float *out, size_t out_stride, bool stream);
 
 typedef struct qt_tiles {
     /* bytes of `ncols` packed columns of n elements (whole tiles; a
@@ -146,28 +149,28 @@ void qt_tiles_pack_q8_1_ref(int n, const void *y, size_t y_stride, int ncols, in
  * tests on a CPU that has it), or NULL. */
 const qt_tiles *qt_tiles_avx512_vnni(qt_type type);
 void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                            int ncols, float *out, size_t out_stride);
+                            int ncols, float *out, size_t out_stride, bool stream);
 /* The same from the x16 layout (Q4_1, Q5_0). */
 void qt_avx512_vnni_tb_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                           int ncols, float *out, size_t out_stride);
+                           int ncols, float *out, size_t out_stride, bool stream);
 void qt_avx512_vnni_tb_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tb_pack_q8_1(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tb_pack_q8_0_f32(int n, const float *x, int ncols, int tile, void *packed);
 void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                          int ncols, float *out, size_t out_stride);
+                          int ncols, float *out, size_t out_stride, bool stream);
 void qt_avx512_vnni_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                              int ncols, float *out, size_t out_stride);
+                              int ncols, float *out, size_t out_stride, bool stream);
 /* The same for Q3_K and Q6_K, from the biased Q8_K layout. */
 void qt_avx512_vnni_tiled_biased(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                                 int ncols, float *out, size_t out_stride);
+                                 int ncols, float *out, size_t out_stride, bool stream);
 void qt_avx512_vnni_tiled_biased_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows,
-                                     const void *packed, int ncols, float *out, size_t out_stride);
+                                     const void *packed, int ncols, float *out, size_t out_stride, bool stream);
 /* The AVX2 set (the i16 order; Q8_0 only) whatever QLM_ISA says, or NULL. */
 const qt_tiles *qt_tiles_avx2(qt_type type);
 size_t qt_avx2_i16_pack_size(int n, int ncols);
 void qt_avx2_i16_pack_q8_0(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed);
 void qt_avx2_i16_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
-                      float *out, size_t out_stride);
+                      float *out, size_t out_stride, bool stream);
 /* The AMX-INT8 set for weights of `type` (the tiled order; Q2_K..Q5_K)
  * whatever QLM_ISA says, or NULL; only for a CPU whose qt_cpu()->amx is
  * set (quant/x86_amx_k.c). */
@@ -175,10 +178,10 @@ const qt_tiles *qt_tiles_amx(qt_type type);
 bool qt_amx_tiled_has(qt_type type);
 void qt_amx_pack_q8_K_f32(int n, const float *x, int ncols, int tile, void *packed);
 void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
-                  float *out, size_t out_stride);
+                  float *out, size_t out_stride, bool stream);
 /* The same from whole groups of the x16 layout (Q2_K, Q3_K; repack.h). */
 void qt_amx_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
-                      float *out, size_t out_stride);
+                      float *out, size_t out_stride, bool stream);
 #endif
 
 #endif

@@ -553,8 +553,9 @@ static void tiles_config(void)
 }
 
 void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
-                  float *out, size_t out_stride)
+                  float *out, size_t out_stride, bool stream)
 {
+    (void)stream; /* not taken: unmeasured on AMX hosts (tiles.h) */
     tiles_config();
     switch (type) {
     case QT_Q2_K: run_q2_K(n, w, w_stride, nrows, packed, ncols, out, out_stride); break;
@@ -568,8 +569,9 @@ void qt_amx_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
 }
 
 void qt_amx_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
-                      float *out, size_t out_stride)
+                      float *out, size_t out_stride, bool stream)
 {
+    (void)stream;
     if (type != QT_Q2_K && type != QT_Q3_K) return;
     tiles_config();
     if (type == QT_Q3_K)

@@ -205,9 +205,9 @@ static void micro_16x3(int kb, const uint8_t *wp, const float *dx, const uint8_t
 #undef PAIR_OP
 
 void qt_avx2_i16_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
-                      float *out, size_t out_stride)
+                      float *out, size_t out_stride, bool stream)
 {
-    (void)type;
+    (void)type, (void)stream; /* not taken (tiles.h) */
     const int nb = n / QT_QK8_0;
     const size_t tb = tile_bytes(nb);
     uint8_t wp[KCH * PANEL_BLOCK] __attribute__((aligned(32)));

@@ -290,7 +290,7 @@ INLINE void columns16_q4_0(const panel_q4_0 *p, int np, int b, float *s, size_t 
 
 /* Q4_0's gemm order is its gemv order, so `gemm` is moot. */
 INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *w, size_t stride, const uint8_t *y,
-                         size_t y_stride, const uint8_t *aux, size_t aux_stride, const int x16)
+                         size_t y_stride, const uint8_t *aux, size_t aux_stride, bool stream, const int x16)
 {
     if (ncols == 1) {
         gemv_q4_0(n, s, w, stride, y, aux, x16);
@@ -300,7 +300,7 @@ INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *
     const int nb = n / QT_QK4_0;
     /* the chunk's accumulators side by side (run_k, below, says why) */
     alignas(32) float sa[Q4_0_CHUNK * 16];
-    const bool stream = qt_rp_stream_out(s, ldo, ncols);
+    stream = qt_rp_stream_out(stream, s, ldo);
     for (int c0 = 0; c0 < ncols; c0 += Q4_0_CHUNK) {
         const int nch = ncols - c0 < Q4_0_CHUNK ? ncols - c0 : Q4_0_CHUNK;
         const uint8_t *yc = y + (size_t)c0 * y_stride, *ac = aux + (size_t)c0 * aux_stride;
@@ -343,17 +343,17 @@ INLINE void run_q4_0_any(int n, int ncols, float *s, size_t ldo, const uint8_t *
 }
 
 static void run_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
-                     size_t y_stride, const void *aux)
+                     size_t y_stride, const void *aux, bool stream)
 {
     (void)gemm;
-    run_q4_0_any(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, qt_rp_aux_q8_0(n, 1), 0);
+    run_q4_0_any(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, qt_rp_aux_q8_0(n, 1), stream, 0);
 }
 
 static void run_x16_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                         size_t y_stride, const void *aux)
+                         size_t y_stride, const void *aux, bool stream)
 {
     (void)gemm;
-    run_q4_0_any(n, ncols, s, ldo, w, 0, y, y_stride, aux, qt_rp_aux_q8_0(n, 1), 1);
+    run_q4_0_any(n, ncols, s, ldo, w, 0, y, y_stride, aux, qt_rp_aux_q8_0(n, 1), stream, 1);
 }
 
 /* ---- Q4_K and Q2_K ---------------------------------------------------------- */
@@ -665,7 +665,7 @@ INLINE void columns16_k(const half_k p[2], const int q4k, const int paired, cons
 #define CHUNK 64
 
 INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride, const int x16,
-                  const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k)
+                  const void *y, size_t y_stride, const void *aux, size_t aux_stride, bool stream, const int q4k)
 {
     const size_t ps = aux_stride / sizeof(uint32_t);
     const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K), step = x16 ? QT_X16_ROWS * bs : bs;
@@ -680,7 +680,7 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
      * most), the columns' lines fell in the same few L1 sets (AVX-512's
      * run_k ran at 0.8x that way) */
     alignas(32) float sa[2][CHUNK * 8], sm[2][CHUNK * 8];
-    const bool stream = qt_rp_stream_out(s, ldo, ncols);
+    stream = qt_rp_stream_out(stream, s, ldo);
     for (int c0 = 0; c0 < ncols; c0 += CHUNK) {
         const int nch = ncols - c0 < CHUNK ? ncols - c0 : CHUNK;
         float *sc = s + (size_t)c0 * ldo;
@@ -967,40 +967,41 @@ INLINE void gemv_k(int n, float *s, const uint8_t *w, size_t stride, const qt_bl
 
 /* Rows w_stride apart, or (x16) a group in the K-quants' x16 layout. */
 INLINE void run_k_any(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                      const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k, const int x16)
+                      const void *y, size_t y_stride, const void *aux, size_t aux_stride, bool stream, const int q4k,
+                      const int x16)
 {
     if (!gemm && ncols == 1 && x16)
         gemv_k_x16(n, s, w, y, aux, q4k);
     else if (!gemm && ncols == 1)
         gemv_k(n, s, w, w_stride, y, aux, q4k);
     else if (gemm)
-        run_k(n, ncols, 1, s, ldo, w, w_stride, x16, y, y_stride, aux, aux_stride, q4k);
+        run_k(n, ncols, 1, s, ldo, w, w_stride, x16, y, y_stride, aux, aux_stride, stream, q4k);
     else
-        run_k(n, ncols, 0, s, ldo, w, w_stride, x16, y, y_stride, aux, aux_stride, q4k);
+        run_k(n, ncols, 0, s, ldo, w, w_stride, x16, y, y_stride, aux, aux_stride, stream, q4k);
 }
 
 static void run_q4_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
-                     size_t y_stride, const void *aux)
+                     size_t y_stride, const void *aux, bool stream)
 {
-    run_k_any(n, ncols, gemm, s, ldo, w, w_stride, y, y_stride, aux, qt_rp_aux_q4_K(n, 1), 1, 0);
+    run_k_any(n, ncols, gemm, s, ldo, w, w_stride, y, y_stride, aux, qt_rp_aux_q4_K(n, 1), stream, 1, 0);
 }
 
 static void run_x16_q4_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                         size_t y_stride, const void *aux)
+                         size_t y_stride, const void *aux, bool stream)
 {
-    run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, qt_rp_aux_q4_K(n, 1), 1, 1);
+    run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, qt_rp_aux_q4_K(n, 1), stream, 1, 1);
 }
 
 static void run_q2_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
-                     size_t y_stride, const void *aux)
+                     size_t y_stride, const void *aux, bool stream)
 {
-    run_k_any(n, ncols, gemm, s, ldo, w, w_stride, y, y_stride, aux, 0, 0, 0);
+    run_k_any(n, ncols, gemm, s, ldo, w, w_stride, y, y_stride, aux, 0, stream, 0, 0);
 }
 
 static void run_x16_q2_K(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                         size_t y_stride, const void *aux)
+                         size_t y_stride, const void *aux, bool stream)
 {
-    run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, 0, 0, 1);
+    run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, 0, stream, 0, 1);
 }
 
 static const qt_rp_wide wide_q4_0 = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0, true};

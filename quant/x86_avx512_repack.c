@@ -362,7 +362,7 @@ INLINE void gemv_x16(int n, float *s, const uint8_t *g, const uint8_t *y, const 
  * (x16) from a group in the x16 layout; Q4_0's and IQ4_NL's gemm order is
  * their gemv order, so `gemm` is moot. */
 INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size_t w_stride, const void *y,
-                     size_t y_stride, const void *aux, const int vnni, const int iq4, const int x16)
+                     size_t y_stride, const void *aux, bool stream, const int vnni, const int iq4, const int x16)
 {
     if (ncols == 1) {
         if (x16)
@@ -380,7 +380,7 @@ INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size
      * run_k (which says why); chunks of whole 8-column groups, each
      * packing the panels anew. */
     alignas(64) float sa[ACC_COLS * 16];
-    const bool stream = qt_rp_stream_out(s, ldo, ncols);
+    stream = qt_rp_stream_out(stream, s, ldo);
     for (int c0 = 0; c0 < ncols; c0 += ACC_COLS) {
         const int c1 = ncols - c0 < ACC_COLS ? ncols : c0 + ACC_COLS;
         for (int c = 0; c < c1 - c0; c++) _mm512_store_ps(sa + 16 * c, _mm512_setzero_ps());
@@ -422,45 +422,45 @@ INLINE void run_4bit(int n, int ncols, float *s, size_t ldo, const void *w, size
 }
 
 static void run_x16_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                         size_t y_stride, const void *aux)
+                         size_t y_stride, const void *aux, bool stream)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, 0, 0, 1);
+    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, stream, 0, 0, 1);
 }
 
 static void run_x16_q4_0_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                              size_t y_stride, const void *aux)
+                              size_t y_stride, const void *aux, bool stream)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, 1, 0, 1);
+    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, stream, 1, 0, 1);
 }
 
 static void run_x16_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y,
-                                size_t y_stride, const void *aux)
+                                size_t y_stride, const void *aux, bool stream)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, 1, 1, 1);
+    run_4bit(n, ncols, s, ldo, w, 0, y, y_stride, aux, stream, 1, 1, 1);
 }
 
 static void run_q4_0(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                     const void *y, size_t y_stride, const void *aux)
+                     const void *y, size_t y_stride, const void *aux, bool stream)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, 0, 0, 0);
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, stream, 0, 0, 0);
 }
 
 static void run_q4_0_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                          const void *y, size_t y_stride, const void *aux)
+                          const void *y, size_t y_stride, const void *aux, bool stream)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, 1, 0, 0);
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, stream, 1, 0, 0);
 }
 
 static void run_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                            const void *y, size_t y_stride, const void *aux)
+                            const void *y, size_t y_stride, const void *aux, bool stream)
 {
     (void)gemm;
-    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, 1, 1, 0);
+    run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, stream, 1, 1, 0);
 }
 
 static const qt_rp_wide wide_q4_0 = {aux_il, prep_q4_0, run_q4_0, run_x16_q4_0, true};

@@ -302,8 +302,8 @@ INLINE void prefetch_sb(const void *w, size_t stride, int nb, int b, int ahead, 
 }
 
 INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                  const void *y, size_t y_stride, const void *aux, size_t aux_stride, const int q4k, const int vnni,
-                  const int x16)
+                  const void *y, size_t y_stride, const void *aux, size_t aux_stride, bool stream, const int q4k,
+                  const int vnni, const int x16)
 {
     const size_t ps = aux_stride / sizeof(uint32_t);
     const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
@@ -313,7 +313,7 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
      * KB for most), the columns' lines fell in the same few L1 sets and
      * the kernel ran at 0.8x */
     alignas(64) float sa[CHUNK * 16], sm[CHUNK * 16];
-    const bool stream = qt_rp_stream_out(s, ldo, ncols);
+    stream = qt_rp_stream_out(stream, s, ldo);
     for (int c0 = 0; c0 < ncols; c0 += CHUNK) {
         const int nch = ncols - c0 < CHUNK ? ncols - c0 : CHUNK;
         float *sc = s + (size_t)c0 * ldo;
@@ -560,24 +560,24 @@ QT_X16_K_COLUMNS(qt_avx512_vnni_x16_dot_q2_K, x16_vec_dot_q2_K)
  * from differs. */
 #define WIDE_K(name, q4k, vnni, aux_bytes, prep)                                                           \
     static void run_##name(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, \
-                           const void *y, size_t y_stride, const void *aux)                                   \
+                           const void *y, size_t y_stride, const void *aux, bool stream)                      \
     {                                                                                                      \
         if (!gemm && ncols == 1)                                                                           \
             gemv_k(n, s, w, w_stride, y, q4k, vnni, 0);                                                    \
         else if (gemm)                                                                                     \
-            run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_bytes(n, 1), q4k, vnni, 0);           \
+            run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 0);           \
         else                                                                                               \
-            run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_bytes(n, 1), q4k, vnni, 0);           \
+            run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 0);           \
     }                                                                                                      \
     static void run_##name##_x16(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y, \
-                                 size_t y_stride, const void *aux)                                         \
+                                 size_t y_stride, const void *aux, bool stream)                            \
     {                                                                                                      \
         if (!gemm && ncols == 1)                                                                           \
             gemv_k(n, s, w, 0, y, q4k, vnni, 1);                                                           \
         else if (gemm)                                                                                     \
-            run_k(n, ncols, 1, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), q4k, vnni, 1);                  \
+            run_k(n, ncols, 1, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 1);                  \
         else                                                                                               \
-            run_k(n, ncols, 0, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), q4k, vnni, 1);                  \
+            run_k(n, ncols, 0, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 1);                  \
     }                                                                                                      \
     const qt_rp_wide qt_rp_wide_##name = {aux_bytes, prep, run_##name, run_##name##_x16, false};
 

@@ -342,7 +342,7 @@ INLINE int band_groups(int left, bool big)
  * a group's 16 rows, each super-block turned back into the rows' blocks
  * once per pass. */
 INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
-                  float *out, size_t out_stride, const int x16)
+                  float *out, size_t out_stride, bool stream, const int x16)
 {
     const int nb = n / QT_QK_K;
     const size_t wbytes = qt_get(type)->type_size;
@@ -357,7 +357,7 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
                                                 BLOCK_FNS(1, 1, 1)};
 #undef BLOCK_FNS
     const int wide = type == QT_Q4_K || type == QT_Q5_K ? 1 : type == QT_Q2_K ? 2 : type == QT_Q3_K ? 3 : 0;
-    const bool stream = qt_rp_stream_out(out, out_stride, ncols);
+    stream = qt_rp_stream_out(stream, out, out_stride);
     /* Passes of up to MAX_TILES tiles (the caller's are no wider) keep the
      * float accumulators of a row group in one array. */
     for (int c0 = 0; c0 < ncols; c0 += MAX_TILES * QT_TILE_COLS) {
@@ -433,32 +433,32 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
 INLINE bool biased(qt_type type) { return type == QT_Q3_K || type == QT_Q6_K; }
 
 void qt_avx512_vnni_tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                          int ncols, float *out, size_t out_stride)
+                          int ncols, float *out, size_t out_stride, bool stream)
 {
     if (biased(type)) return;
-    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 0);
+    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, stream, 0);
 }
 
 void qt_avx512_vnni_tiled_biased(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                                 int ncols, float *out, size_t out_stride)
+                                 int ncols, float *out, size_t out_stride, bool stream)
 {
     if (!biased(type)) return;
-    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 0);
+    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, stream, 0);
 }
 
 /* x16: the K-quants with a qt_x16_dot */
 void qt_avx512_vnni_tiled_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                              int ncols, float *out, size_t out_stride)
+                              int ncols, float *out, size_t out_stride, bool stream)
 {
     if (type != QT_Q2_K) return;
-    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, stream, 1);
 }
 
 void qt_avx512_vnni_tiled_biased_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows,
-                                     const void *packed, int ncols, float *out, size_t out_stride)
+                                     const void *packed, int ncols, float *out, size_t out_stride, bool stream)
 {
     if (type != QT_Q3_K) return;
-    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+    tiled(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, stream, 1);
 }
 
 #endif

@@ -315,7 +315,7 @@ INLINE const uint8_t *row_blocks(const void *w, size_t w_stride, int nb, int r, 
 }
 
 INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed, int ncols,
-                      float *out, size_t out_stride, const int x16)
+                      float *out, size_t out_stride, bool stream, const int x16)
 {
     /* q41: the types with an m (Q4_1, Q5_1); else Q8_0 */
     const int q5 = type == QT_Q5_0, q41 = type == QT_Q4_1 || type == QT_Q5_1, q8x = x16 && type == QT_Q8_0,
@@ -328,7 +328,7 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
                       : type == QT_Q5_1     ? QT_X16_Q5_1_BLOCK
                                             : QT_X16_Q4_1_BLOCK;
     const int nb = n / QT_QK8_0, tiles = (ncols + QT_TILE_COLS - 1) / QT_TILE_COLS;
-    const bool stream = qt_rp_stream_out(out, out_stride, ncols);
+    stream = qt_rp_stream_out(stream, out, out_stride);
     const size_t tile_qs = (size_t)nb * QT_TILE_COLS * QT_QK8_0;
     const size_t tile_bytes = tile_qs + (size_t)(1 + q41) * nb * QT_TILE_COLS * sizeof(float);
     static const rows_chunk_fn chunk_fn[2][NR] = {{rows_chunk_1_0, rows_chunk_2_0,
@@ -411,25 +411,25 @@ INLINE void tb_kernel(qt_type type, int n, const void *w, size_t w_stride, int n
 }
 
 void qt_avx512_vnni_tb_q8_0(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                            int ncols, float *out, size_t out_stride)
+                            int ncols, float *out, size_t out_stride, bool stream)
 {
-    tb_kernel(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, 0);
+    tb_kernel(type, n, w, w_stride, nrows, packed, ncols, out, out_stride, stream, 0);
 }
 
 /* Q4_1, Q5_0 and Q5_1 from the x16 layout: the rows' blocks decoded from their
  * lanes (4 dwords a block instead of one 16-byte load, once per pass),
  * then the same work and bits as from rows; Q8_0's read where they are. */
 void qt_avx512_vnni_tb_x16(qt_type type, int n, const void *w, size_t w_stride, int nrows, const void *packed,
-                           int ncols, float *out, size_t out_stride)
+                           int ncols, float *out, size_t out_stride, bool stream)
 {
     if (type == QT_Q8_0)
-        tb_kernel(QT_Q8_0, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+        tb_kernel(QT_Q8_0, n, w, w_stride, nrows, packed, ncols, out, out_stride, stream, 1);
     else if (type == QT_Q5_0)
-        tb_kernel(QT_Q5_0, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+        tb_kernel(QT_Q5_0, n, w, w_stride, nrows, packed, ncols, out, out_stride, stream, 1);
     else if (type == QT_Q5_1)
-        tb_kernel(QT_Q5_1, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+        tb_kernel(QT_Q5_1, n, w, w_stride, nrows, packed, ncols, out, out_stride, stream, 1);
     else
-        tb_kernel(QT_Q4_1, n, w, w_stride, nrows, packed, ncols, out, out_stride, 1);
+        tb_kernel(QT_Q4_1, n, w, w_stride, nrows, packed, ncols, out, out_stride, stream, 1);
 }
 
 /* tiles.c's Q8_0 (or, with_s, Q8_1) layout, 16 columns at a time: one

@@ -171,22 +171,22 @@ static void prep_call(const qt_rp_wide *k, int n, int ncols, uint8_t *aux, const
 /* A wide kernel set (16 rows, any number of columns) against the reference
  * order, gemm and gemv, at every column count from 1 to 40; a set that
  * says it has one order must match gemv's with gemm's too. */
-/* One call of MAXC columns whose outputs are LDO floats apart (1 MB or
- * more, so the kernel streams them: qt_rp_stream_out): the same bits as
- * want, and nothing written between a column's 16 rows and the next. */
+/* One call asked to stream its outputs (qt_rp_stream_out), ncols columns
+ * STREAM_LDO floats apart: the same bits as want, and nothing written
+ * between a column's 16 rows and the next. */
 enum { STREAM_LDO = 4096 };
 static void check_wide_streamed(const qt_rp_wide *k, int x16, int n, int ncols, const uint8_t *w, size_t w_gap,
                                 const uint8_t *y, size_t y_stride, uint8_t *aux, int gemm, const float *want,
                                 int want_stride) {
     float *out = aligned_alloc(64, sizeof(float) * STREAM_LDO * (size_t)ncols);
     if (!out) abort();
-    CHECK(qt_rp_stream_out(out, STREAM_LDO, ncols), "%d columns %d apart are not streamed", ncols, STREAM_LDO);
+    CHECK(qt_rp_stream_out(true, out, STREAM_LDO), "%d columns %d apart are not streamed", ncols, STREAM_LDO);
     for (size_t i = 0; i < (size_t)STREAM_LDO * ncols; i++) out[i] = -0.0f;
     prep_call(k, n, ncols, aux, y, y_stride);
     if (x16)
-        k->run_x16(n, ncols, gemm, out, STREAM_LDO, w, y, y_stride, aux);
+        k->run_x16(n, ncols, gemm, out, STREAM_LDO, w, y, y_stride, aux, true);
     else
-        k->run(n, ncols, gemm, out, STREAM_LDO, w, w_gap, y, y_stride, aux);
+        k->run(n, ncols, gemm, out, STREAM_LDO, w, w_gap, y, y_stride, aux, true);
     for (int c = 0; c < ncols; c++) {
         for (int r = 0; r < QT_RP_WIDE_ROWS; r++)
             CHECK(same_bits(out[(size_t)c * STREAM_LDO + r], want[c * want_stride + r]),
@@ -237,7 +237,7 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                 for (int gemm = 0; gemm < 2; gemm++) {
                     float out[MAXC * (ROWS + 1)];
                     prep_call(k, n, ncols, aux, y, y_stride);
-                    k->run(n, ncols, gemm, out, ROWS + 1, w, w_gap, y, y_stride, aux);
+                    k->run(n, ncols, gemm, out, ROWS + 1, w, w_gap, y, y_stride, aux, false);
                     for (int c = 0; c < ncols; c++)
                         for (int r = 0; r < ROWS; r++) {
                             const float want = gemm ? want_g[c][r] : want_v[c][r];
@@ -260,7 +260,7 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                     for (int gemm = 0; gemm < 2; gemm++) {
                         float out[MAXC * (ROWS + 1)];
                         prep_call(k, n, ncols, aux, y, y_stride);
-                        k->run_x16(n, ncols, gemm, out, ROWS + 1, x16, y, y_stride, aux);
+                        k->run_x16(n, ncols, gemm, out, ROWS + 1, x16, y, y_stride, aux, false);
                         for (int c = 0; c < ncols; c++)
                             for (int r = 0; r < ROWS; r++) {
                                 const float want = gemm ? want_g[c][r] : want_v[c][r];

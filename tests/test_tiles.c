@@ -149,14 +149,16 @@ static void fill_q8_K(qt_block_q8_K *b, int nb, int sc) {
 
 /* One shape of a weight type's tile kernel against the type's one-output
  * definition: vec_dot for Q8_0, qt_tiled_dot for the K-quants. */
-static void check_shape_out(const qt_tiles *tiles, qt_type type, int nb, int rows, int cols, int sc, size_t out_stride);
+static void check_shape_out(const qt_tiles *tiles, qt_type type, int nb, int rows, int cols, int sc, size_t out_stride,
+                            bool stream);
 static void check_shape(const qt_tiles *tiles, qt_type type, int nb, int rows, int cols, int sc) {
-    check_shape_out(tiles, type, nb, rows, cols, sc, (size_t)rows + 3);
+    check_shape_out(tiles, type, nb, rows, cols, sc, (size_t)rows + 3, false);
 }
 
 /* The same with outputs out_stride floats apart in a 64-byte aligned
- * buffer: wide enough, the kernels stream them (qt_rp_stream_out). */
-static void check_shape_out(const qt_tiles *tiles, qt_type type, int nb, int rows, int cols, int sc, size_t out_stride) {
+ * buffer, the kernel asked to stream them or not (qt_rp_stream_out). */
+static void check_shape_out(const qt_tiles *tiles, qt_type type, int nb, int rows, int cols, int sc, size_t out_stride,
+                            bool stream) {
     const qt_traits *tr = qt_get(type);
     const int n = nb * tr->block_size;
     /* rows a little apart, as in a wider tensor (blocks stay 2-aligned) */
@@ -193,7 +195,7 @@ static void check_shape_out(const qt_tiles *tiles, qt_type type, int nb, int row
     float *out = aligned_alloc(64, (sizeof(float) * out_stride * cols + 63) / 64 * 64);
     if (!out) abort();
     for (size_t i = 0; i < out_stride * cols; i++) out[i] = -0.0f;
-    tiles->kernel(type, n, w, w_stride, rows, packed, cols, out, out_stride);
+    tiles->kernel(type, n, w, w_stride, rows, packed, cols, out, out_stride, stream);
     for (int c = 0; c < cols; c++) {
         for (int r = 0; r < rows; r++) {
             float want;
@@ -228,7 +230,7 @@ static void check_shape_out(const qt_tiles *tiles, qt_type type, int nb, int row
         float *o16 = aligned_alloc(64, (sizeof(float) * out_stride * cols + 63) / 64 * 64);
         if (!o16) abort();
         for (size_t i = 0; i < out_stride * cols; i++) o16[i] = -0.0f;
-        tiles->kernel_x16(type, n, g, w_stride, grouped, packed, cols, o16, out_stride);
+        tiles->kernel_x16(type, n, g, w_stride, grouped, packed, cols, o16, out_stride, stream);
         for (int c = 0; c < cols; c++)
             for (size_t r = 0; r < out_stride; r++) {
                 const float want = (int)r < grouped ? out[c * out_stride + r] : -0.0f;
@@ -265,10 +267,10 @@ static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
             while (tiles->pack_size(nb * QT_QK_K, 16 * QT_TILE_COLS) <= (size_t)l2) nb++;
             check_shape(tiles, type, nb, 43, 16 * QT_TILE_COLS, sc);
         }
-        /* 64 columns 4096 floats apart span 1 MB: streamed whole lines,
-         * masked stores for the last 5 rows */
-        CHECK(qt_rp_stream_out((const float *)(uintptr_t)64, 4096, 64), "4096 x 64 outputs are not streamed");
-        check_shape_out(tiles, type, q8 ? 3 : 2, 37, 64, sc, 4096);
+        /* asked to stream, aligned: whole lines streamed, masked stores
+         * for the last 5 rows */
+        CHECK(qt_rp_stream_out(true, (const float *)(uintptr_t)64, 4096), "aligned 4096-float columns are not streamed");
+        check_shape_out(tiles, type, q8 ? 3 : 2, 37, 64, sc, 4096, true);
         TEST_END();
     }
 }
@@ -405,11 +407,11 @@ static void test_amx_columns_independent(qt_type type) {
     void *packed = test_xmalloc(tiles->pack_size(n, cols));
     for (int t = 0; t < (cols + QT_TILE_COLS - 1) / QT_TILE_COLS; t++) tiles->pack(n, y, y_stride, cols, t, packed);
     float *all = test_xmalloc(sizeof(float) * rows * cols), one[19];
-    tiles->kernel(type, n, w, w_stride, rows, packed, cols, all, rows);
+    tiles->kernel(type, n, w, w_stride, rows, packed, cols, all, rows, false);
     void *packed1 = test_xmalloc(tiles->pack_size(n, 1));
     for (int c = 0; c < cols; c++) {
         tiles->pack(n, y + c * y_stride, y_stride, 1, 0, packed1);
-        tiles->kernel(type, n, w, w_stride, rows, packed1, 1, one, rows);
+        tiles->kernel(type, n, w, w_stride, rows, packed1, 1, one, rows, false);
         for (int r = 0; r < rows; r++)
             CHECK(same_bits(one[r], all[c * rows + r]), "col %d row %d: alone %a, in batch %a", c, r, one[r],
                   all[c * rows + r]);
