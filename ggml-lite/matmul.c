@@ -3,7 +3,9 @@
 #include <omp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "ggml-lite/ops.h"
 #include "quant/cpu.h"
 #include "quant/fgemm.h"
 #include "quant/repack.h"
@@ -149,6 +151,57 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
                                  &y[(int64_t)start[k] * n_out + g * QT_RP_WIDE_ROWS], (size_t)n_out, wg,
                                  xq + (size_t)start[k] * xq_row, xq_row, aux + wide->aux_bytes(n_in, start[k]), stream);
             }
+        }
+    }
+}
+
+/* matmul_wide for a gated feed-forward's gate and up (same type, shape
+ * and layout, rows a multiple of 16) and its gate: each row group's two
+ * results go to the thread's own buffers, meet there, and only act(gate)
+ * * up goes out to g, where gate and up were each written whole and read
+ * back (46 MB a layer for a TinyLlama pp512).  The kernels' calls and the
+ * gate's arithmetic are matmul_wide's and gl_swiglu's or gl_geglu's on
+ * the same values, so the bits are theirs. */
+static void matmul_wide_glu(const qt_rp_wide *wide, const gl_tensor *wgate, const gl_tensor *wup, const uint8_t *xq,
+                            size_t xq_row, uint8_t *aux, float *g, int n_tokens, int n_gemm, const uint16_t *gelu_tab)
+{
+    const int n_in = (int)wgate->ne[0];
+    const int64_t n_out = wgate->ne[1];
+    const int pass = wide_pass(xq_row);
+    #pragma omp parallel
+    {
+        #pragma omp for schedule(static)
+        for (int t = 0; t < n_tokens; t++) {
+            int start;
+            const int ncols = wide_call(wide, pass, n_tokens, n_gemm, t, &start);
+            wide->prep(n_in, t - start, ncols, aux + wide->aux_bytes(n_in, start), xq + (size_t)t * xq_row);
+        }
+        /* a call's 16 rows per column, gate's and up's: [column][row]
+         * (streaming g's lines out, as the kernels do, measured level) */
+        _Alignas(64) float tg[2 * WIDE_TOKENS][QT_RP_WIDE_ROWS], tu[2 * WIDE_TOKENS][QT_RP_WIDE_ROWS];
+        for (int t0 = 0; t0 < n_tokens; t0 += pass) {
+            int start[2], ncols[2];
+            ncols[0] = wide_call(wide, pass, n_tokens, n_gemm, t0, &start[0]);
+            ncols[1] = start[0] + ncols[0] < n_tokens && start[0] + ncols[0] < t0 + pass
+                           ? wide_call(wide, pass, n_tokens, n_gemm, start[0] + ncols[0], &start[1])
+                           : 0;
+            #pragma omp for schedule(dynamic, 2) nowait
+            for (int64_t grp = 0; grp < n_out / QT_RP_WIDE_ROWS; grp++)
+                for (int k = 0; k < 2; k++) {
+                    if (!ncols[k]) continue;
+                    const uint8_t *y = xq + (size_t)start[k] * xq_row, *ax = aux + wide->aux_bytes(n_in, start[k]);
+                    wide_run(wide, wgate, n_in, ncols[k], start[k] < n_gemm, tg[0], QT_RP_WIDE_ROWS,
+                             gl_row(wgate, grp * QT_RP_WIDE_ROWS), y, xq_row, ax, false);
+                    wide_run(wide, wup, n_in, ncols[k], start[k] < n_gemm, tu[0], QT_RP_WIDE_ROWS,
+                             gl_row(wup, grp * QT_RP_WIDE_ROWS), y, xq_row, ax, false);
+                    for (int c = 0; c < ncols[k]; c++) {
+                        if (gelu_tab)
+                            gl_geglu(tg[c], tu[c], QT_RP_WIDE_ROWS, gelu_tab);
+                        else
+                            gl_swiglu(tg[c], tu[c], QT_RP_WIDE_ROWS);
+                        memcpy(&g[(int64_t)(start[k] + c) * n_out + grp * QT_RP_WIDE_ROWS], tg[c], sizeof tg[c]);
+                    }
+                }
         }
     }
 }
@@ -492,6 +545,23 @@ static void quantize_rows(qt_from_float_fn quantize, const float *x, void *xq, i
     for (int t = 0; t < n_tokens; t++) quantize(x + (int64_t)t * n_in, (uint8_t *)xq + (size_t)t * xq_row, n_in);
 }
 
+static int matmul_q(const gl_tensor *w, const void *xq, size_t xq_row, float *y, int n_tokens, void *scratch,
+                    bool each);
+
+/* Whether matmul() quantizes its input as it is (then matmul_q): not
+ * where the float rows go to a packer (pack_f32) or the float GEMM. */
+static bool takes_quantized(const gl_tensor *w, int n_tokens, bool each)
+{
+    const qt_traits *tr = qt_get(w->type);
+    if (!tr || !tr->vec_dot) return false;
+    if (w->layout == GL_LAYOUT_X16 && !qt_x16_dot(w->type) &&
+        (!qt_x16_available(w->type) || !qt_repack_applies(w->type, w->ne[1])))
+        return false;
+    const qt_tiles *tiles = each ? NULL : tiles_for(w, n_tokens);
+    if (tiles && tiles->pack_f32) return false;
+    return each || !qt_fgemm_applies(w->type, w->ne[1], w->ne[0], n_tokens);
+}
+
 static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *scratch, bool each)
 {
     const qt_traits *tr = qt_get(w->type);
@@ -532,6 +602,18 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
         quantize_rows(quantize, x, scratch, n_tokens, n_in, xq_row);
         xq = scratch;
     }
+    return matmul_q(w, xq, xq_row, y, n_tokens, scratch, each);
+}
+
+/* matmul() from activations already in the weight's vec_dot_type (xq,
+ * rows xq_row bytes apart: the scratch's start, or for F32 the input),
+ * for the routes that take them so; the scratch past the rows is free. */
+static int matmul_q(const gl_tensor *w, const void *xq, size_t xq_row, float *y, int n_tokens, void *scratch,
+                    bool each)
+{
+    const qt_traits *tr = qt_get(w->type);
+    const int64_t n_in = w->ne[0], n_out = w->ne[1];
+    const qt_tiles *tiles = each ? NULL : tiles_for(w, n_tokens);
     /* Q8_0 and the K-quants, where the CPU has tile kernels: the same
      * orders, many outputs at a time (quant/tiles.h); with AMX also the
      * K-quants llama.cpp repacks, in the tiled order (quant/tiles.h says
@@ -652,10 +734,24 @@ int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float 
         if (qt_get(w[i]->type)->vec_dot_type != tr->vec_dot_type || w[i]->ne[0] != w[0]->ne[0] ||
             tiles_for(w[i], n_tokens) != tiles)
             tiles = NULL;
-    qt_from_float_fn quantize = tiles ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
-    if (!quantize) {
+    qt_from_float_fn quantize = act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
+    if (!tiles) {
+        /* each weight its own route (Q4_K's wide kernels beside a Q6_K's
+         * tiles), all from one quantization of x where they read the same
+         * type: gate and up quantized it twice, q, k and v three times */
+        bool shared = quantize && tr->vec_dot_type != QT_F32;
+        for (int i = 0; i < n_w && shared; i++)
+            shared = takes_quantized(w[i], n_tokens, false) && w[i]->ne[0] == w[0]->ne[0] &&
+                     qt_get(w[i]->type)->vec_dot_type == tr->vec_dot_type;
+        if (!shared) {
+            for (int i = 0; i < n_w; i++)
+                if (gl_matmul(w[i], x, y[i], n_tokens, scratch)) return -1;
+            return 0;
+        }
+        const size_t xq_row = qt_row_size(tr->vec_dot_type, w[0]->ne[0]);
+        quantize_rows(quantize, x, scratch, n_tokens, w[0]->ne[0], xq_row);
         for (int i = 0; i < n_w; i++)
-            if (gl_matmul(w[i], x, y[i], n_tokens, scratch)) return -1;
+            if (matmul_q(w[i], scratch, xq_row, y[i], n_tokens, scratch, false)) return -1;
         return 0;
     }
     if (tiles->pack_f32) {
@@ -705,4 +801,37 @@ gl_prefetch gl_matmul_rows_next(int n_w, const gl_tensor *const w[], int n_token
 gl_prefetch gl_matmul_rows_range_next(const gl_tensor *w, int64_t r0, int64_t n)
 {
     return n > 0 ? rows_bytes(w, r0, r0 + n) : (gl_prefetch){0};
+}
+
+int gl_matmul_glu(const gl_tensor *gate, const gl_tensor *up, const float *x, float *g, float *u, int n_tokens,
+                  void *scratch, const uint16_t *gelu_tab)
+{
+    const int64_t n_in = gate->ne[0], n_out = gate->ne[1];
+    const qt_traits *tr = qt_get(gate->type);
+    const qt_rp_wide *wide = tr && n_tokens > 1 ? qt_repack_wide(gate->type) : NULL;
+    /* only where matmul() takes the wide kernels for both, whole */
+    bool fused = wide && up->type == gate->type && up->layout == gate->layout && up->ne[0] == n_in &&
+                 up->ne[1] == n_out && n_out % QT_RP_WIDE_ROWS == 0 && qt_repack_applies(gate->type, n_out) &&
+                 takes_quantized(gate, n_tokens, false) && !tiles_for(gate, n_tokens) && !tiles_for(up, n_tokens);
+    if (fused) {
+        const qt_repack_ops *rp = qt_repack(), *ref = qt_repack_ref();
+        fused = (rp->gemv[gate->type] || ref->gemv[gate->type]) && (rp->gemm[gate->type] || ref->gemm[gate->type]);
+    }
+    const qt_traits *act = fused ? qt_get(tr->vec_dot_type) : NULL;
+    qt_from_float_fn quantize = act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
+    if (!quantize || tr->vec_dot_type == QT_F32) {
+        const gl_tensor *const w[2] = {gate, up};
+        float *const y[2] = {g, u};
+        if (gl_matmul_shared(2, w, x, y, n_tokens, scratch)) return -1;
+        if (gelu_tab)
+            gl_geglu(g, u, (int64_t)n_tokens * n_out, gelu_tab);
+        else
+            gl_swiglu(g, u, (int64_t)n_tokens * n_out);
+        return 0;
+    }
+    const size_t xq_row = qt_row_size(tr->vec_dot_type, n_in);
+    quantize_rows(quantize, x, scratch, n_tokens, n_in, xq_row);
+    matmul_wide_glu(wide, gate, up, scratch, xq_row, wide_aux(scratch, xq_row * (size_t)n_tokens), g, n_tokens,
+                    n_tokens - n_tokens % QT_RP_COLS, gelu_tab);
+    return 0;
 }

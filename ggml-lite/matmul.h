@@ -30,6 +30,14 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
  * scratch holds the largest gl_matmul_scratch() of them. */
 int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float *const y[], int n_tokens,
                      void *scratch);
+/* g = act(gate . x) * (up . x), a gated feed-forward's first half for
+ * n_tokens rows of x: act is GELU by gl_geglu's table (gelu_tab), or SiLU
+ * (NULL).  Where both weights take the wide kernels (quant/repack.h) for
+ * all their rows, one pass, each 16-row group's two results meeting in
+ * cache; otherwise gl_matmul_shared into g and u, then the gate.  Bit for
+ * bit the latter; u is clobbered; scratch as for gl_matmul_shared. */
+int gl_matmul_glu(const gl_tensor *gate, const gl_tensor *up, const float *x, float *g, float *u, int n_tokens,
+                  void *scratch, const uint16_t *gelu_tab);
 /* The same with every token's outputs bit for bit those of a one-token
  * call: the batch orders (repacked gemm, tiled, tinyBLAS) sum in another
  * order than the one-token kernels, and speculative verification needs

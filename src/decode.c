@@ -895,12 +895,11 @@ static void layers(qlm_ctx *c, int T, bool each, const int32_t *pos, const int32
         if (each) {
             mul(&L->w_gate, c->xn, c->g, T, c->mm);           /* [T][F] */
             mul(&L->w_up, c->xn, c->u, T, c->mm);             /* [T][F] */
-        } else {
-            const gl_tensor *const wgu[2] = {&L->w_gate, &L->w_up};
-            float *const ygu[2] = {c->g, c->u};
-            gl_matmul_shared(2, wgu, c->xn, ygu, T, c->mm);
+            gate(c->m, c->g, c->u, (int64_t)T * F);
+        } else { /* the same, in one pass where the kernels allow */
+            gl_matmul_glu(&L->w_gate, &L->w_up, c->xn, c->g, c->u, T, c->mm,
+                          c->m->arch->act == QLM_ACT_GELU ? c->m->gelu : NULL);
         }
-        gate(c->m, c->g, c->u, (int64_t)T * F);
         mul(&L->w_down, c->g, c->xn, T, c->mm);               /* [T][E] */
         if (a->post_norms) gl_rmsnorm(c->xn, c->xn, L->ffn_post_norm, T, E, hp->norm_eps);
     }

@@ -583,6 +583,64 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
     TEST_END();
 }
 
+/* gl_matmul_glu against gl_matmul_shared then the gate, bit for bit, SiLU
+ * and GELU, both layouts, token counts across the gemm/gemv split and the
+ * wide route's passes.  fused: the wide route takes both whole, so the
+ * one-pass path runs, which never writes u (checked); else the fallback. */
+static void test_glu(qt_type type, int rows, int n, bool fused) {
+    char name[96];
+    snprintf(name, sizeof name, "matmul_glu_%s_rows%d", qt_get(type)->name, rows);
+    TEST_BEGIN(name);
+    const qt_traits *tr = qt_get(type);
+    const size_t row_bytes = qt_row_size(type, n), bytes = row_bytes * rows;
+    float *wf = xmalloc(sizeof(float) * n * rows);
+    uint8_t *wd[2][2];
+    gl_tensor t[2][2]; /* [layout][gate, up] */
+    for (int i = 0; i < 2; i++) {
+        for (int e = 0; e < n * rows; e++) wf[e] = (float)rng_normal();
+        wd[0][i] = xmalloc(bytes), wd[1][i] = xmalloc(bytes);
+        tr->from_float(wf, wd[0][i], (int64_t)n * rows);
+        t[0][i] = (gl_tensor){.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = wd[0][i]};
+        t[1][i] = t[0][i];
+    }
+    const int layouts = gl_x16_wanted(&t[1][0]) ? 2 : 1;
+    for (int i = 0; i < 2 && layouts == 2; i++) CHECK(gl_x16_relayout(&t[1][i], wd[1][i]) == 0, "relayout");
+    uint16_t *tab = xmalloc(sizeof(uint16_t) * GL_GELU_ENTRIES);
+    gl_gelu_table(tab);
+    static const int ntoks[] = {2, 5, 8, 37, 300};
+    for (size_t k = 0; k < sizeof ntoks / sizeof ntoks[0]; k++) {
+        const int ntok = ntoks[k];
+        const size_t out = (size_t)rows * ntok;
+        float *x = xmalloc(sizeof(float) * n * ntok), *g = xmalloc(sizeof(float) * out),
+              *u = xmalloc(sizeof(float) * out), *g2 = xmalloc(sizeof(float) * out), *u2 = xmalloc(sizeof(float) * out);
+        for (int e = 0; e < n * ntok; e++) x[e] = (float)(rng_normal() * 2.0);
+        void *scratch = xmalloc(gl_matmul_scratch(&t[0][0], ntok));
+        for (int lay = 0; lay < layouts; lay++)
+            for (int gelu = 0; gelu < 2; gelu++) {
+                const gl_tensor *const w[2] = {&t[lay][0], &t[lay][1]};
+                float *const y[2] = {g, u};
+                CHECK(gl_matmul_shared(2, w, x, y, ntok, scratch) == 0, "gl_matmul_shared");
+                if (gelu)
+                    gl_geglu(g, u, (int64_t)out, tab);
+                else
+                    gl_swiglu(g, u, (int64_t)out);
+                for (size_t e = 0; e < out; e++) u2[e] = -0.0f;
+                CHECK(gl_matmul_glu(w[0], w[1], x, g2, u2, ntok, scratch, gelu ? tab : NULL) == 0, "gl_matmul_glu");
+                CHECK(!memcmp(g, g2, sizeof(float) * out), "%s ntok %d %s: outputs differ", lay ? "x16" : "rows", ntok,
+                      gelu ? "gelu" : "silu");
+                if (fused) {
+                    bool untouched = true;
+                    for (size_t e = 0; e < out; e++) untouched = untouched && same_bits(u2[e], -0.0f);
+                    CHECK(untouched, "ntok %d: the one-pass path did not run (u written)", ntok);
+                }
+            }
+        free(x), free(g), free(u), free(g2), free(u2), free(scratch);
+    }
+    for (int i = 0; i < 2; i++) free(wd[0][i]), free(wd[1][i]);
+    free(wf), free(tab);
+    TEST_END();
+}
+
 #if defined(__x86_64__)
 /* An x16 kernel of vec_dot's order (Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K) against the reference
  * vec_dot, bit for bit, over random rows (quants and high bits at both
@@ -763,6 +821,15 @@ int main(void) {
     test_x16_matmul(QT_Q8_0, 56, 3 * 32, 12);
     test_x16_matmul(QT_Q5_1, 40, 7 * 32, 9);
     test_x16_matmul(QT_Q5_1, 56, 3 * 32, 20);
+    {
+        /* the one-pass gate and up where a wide set runs them whole */
+        const bool q4k = qt_repack_wide(QT_Q4_K) && !qt_tiles_for(QT_Q4_K, 64, 300);
+        test_glu(QT_Q4_K, 64, 2 * QT_QK_K, q4k);
+        test_glu(QT_Q2_K, 48, QT_QK_K, qt_repack_wide(QT_Q2_K) && !qt_tiles_for(QT_Q2_K, 48, 300));
+        test_glu(QT_Q4_0, 32, 8 * QT_QK4_0, qt_repack_wide(QT_Q4_0) != NULL);
+        test_glu(QT_Q4_K, 40, QT_QK_K, false); /* 40 rows: not whole groups of 16 */
+        test_glu(QT_Q8_0, 32, 2 * QT_QK8_0, false); /* the tiles' route */
+    }
     test_rows_wide(QT_Q4_K, 48, 2 * QT_QK_K, 5);
     test_rows_wide(QT_Q2_K, 32, 3 * QT_QK_K, 5);
     test_matmul_routing(QT_Q4_0, 24, 9);

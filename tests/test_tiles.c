@@ -511,14 +511,18 @@ static void test_matmul_shared(void) {
     TEST_BEGIN("matmul_shared_input");
     /* Q4_K: llama.cpp repacks 24 rows, not 37 (shared only where AMX takes both) */
     const qt_type q8[3] = {QT_Q8_0, QT_Q8_0, QT_Q8_0}, q4k[2] = {QT_Q4_K, QT_Q4_K}, q5k[2] = {QT_Q5_K, QT_Q5_K},
-                  mix[2] = {QT_Q8_0, QT_Q4_0}, kmix[3] = {QT_Q6_K, QT_Q5_K, QT_Q6_K};
-    const int r3[3] = {37, 8, 130}, r2[2] = {24, 37}, r5[2] = {37, 9};
+                  mix[2] = {QT_Q8_0, QT_Q4_0}, kmix[3] = {QT_Q6_K, QT_Q5_K, QT_Q6_K},
+                  /* Q4_K_M's Q and K beside its Q6_K V: the wide kernels and
+                   * the tiles from one quantized input */
+                  wmix[3] = {QT_Q4_K, QT_Q4_K, QT_Q6_K};
+    const int r3[3] = {37, 8, 130}, r2[2] = {24, 37}, r5[2] = {37, 9}, rw[3] = {48, 16, 32};
     for (int ntok = 1; ntok <= 70; ntok += 1 + ntok / 4) {
         check_shared(3, q8, r3, 2 * QT_QK8_0, ntok);
         check_shared(2, q4k, r2, QT_QK_K, ntok);
         check_shared(2, q5k, r5, QT_QK_K, ntok);
         check_shared(2, mix, r2, 2 * QT_QK8_0, ntok);
         check_shared(3, kmix, r3, 2 * QT_QK_K, ntok); /* K-quant types side by side: one packing */
+        check_shared(3, wmix, rw, 2 * QT_QK_K, ntok);
     }
     check_shared(3, kmix, r3, 2 * QT_QK_K, 300); /* across the caller's 256-column passes */
     TEST_END();
