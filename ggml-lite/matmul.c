@@ -178,6 +178,7 @@ static void matmul_wide_glu(const qt_rp_wide *wide, const gl_tensor *wgate, cons
         }
         /* a call's 16 rows per column, gate's and up's: [column][row]
          * (streaming g's lines out, as the kernels do, measured level) */
+        _Static_assert(2 * WIDE_TOKENS * QT_RP_WIDE_ROWS <= GL_OPS_SERIAL, "one call's gate runs serially");
         _Alignas(64) float tg[2 * WIDE_TOKENS][QT_RP_WIDE_ROWS], tu[2 * WIDE_TOKENS][QT_RP_WIDE_ROWS];
         for (int t0 = 0; t0 < n_tokens; t0 += pass) {
             int start[2], ncols[2];
@@ -194,13 +195,14 @@ static void matmul_wide_glu(const qt_rp_wide *wide, const gl_tensor *wgate, cons
                              gl_row(wgate, grp * QT_RP_WIDE_ROWS), y, xq_row, ax, false);
                     wide_run(wide, wup, n_in, ncols[k], start[k] < n_gemm, tu[0], QT_RP_WIDE_ROWS,
                              gl_row(wup, grp * QT_RP_WIDE_ROWS), y, xq_row, ax, false);
-                    for (int c = 0; c < ncols[k]; c++) {
-                        if (gelu_tab)
-                            gl_geglu(tg[c], tu[c], QT_RP_WIDE_ROWS, gelu_tab);
-                        else
-                            gl_swiglu(tg[c], tu[c], QT_RP_WIDE_ROWS);
+                    /* the call's columns side by side: one gate call
+                     * (below GL_OPS_SERIAL elements: serial) */
+                    if (gelu_tab)
+                        gl_geglu(tg[0], tu[0], (int64_t)ncols[k] * QT_RP_WIDE_ROWS, gelu_tab);
+                    else
+                        gl_swiglu(tg[0], tu[0], (int64_t)ncols[k] * QT_RP_WIDE_ROWS);
+                    for (int c = 0; c < ncols[k]; c++)
                         memcpy(&g[(int64_t)(start[k] + c) * n_out + grp * QT_RP_WIDE_ROWS], tg[c], sizeof tg[c]);
-                    }
                 }
         }
     }
