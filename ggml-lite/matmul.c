@@ -112,6 +112,29 @@ static int wide_call(const qt_rp_wide *wide, int pass, int n_tokens, int n_gemm,
     return t < t0 + ng ? ng : nt - ng;
 }
 
+/* Every token's side data (prep) in its call's aux, the tokens shared
+ * out among the threads of the caller's parallel region. */
+static void wide_prep(const qt_rp_wide *wide, int n_in, int pass, int n_tokens, int n_gemm, const uint8_t *xq,
+                      size_t xq_row, uint8_t *aux)
+{
+    #pragma omp for schedule(static)
+    for (int t = 0; t < n_tokens; t++) {
+        int start;
+        const int ncols = wide_call(wide, pass, n_tokens, n_gemm, t, &start);
+        wide->prep(n_in, t - start, ncols, aux + wide->aux_bytes(n_in, start), xq + (size_t)t * xq_row);
+    }
+}
+
+/* The one or two calls (ncols[1] = 0: one) of the pass from token t0. */
+static void wide_pass_calls(const qt_rp_wide *wide, int pass, int n_tokens, int n_gemm, int t0, int start[2],
+                            int ncols[2])
+{
+    ncols[0] = wide_call(wide, pass, n_tokens, n_gemm, t0, &start[0]);
+    ncols[1] = start[0] + ncols[0] < n_tokens && start[0] + ncols[0] < t0 + pass
+                   ? wide_call(wide, pass, n_tokens, n_gemm, start[0] + ncols[0], &start[1])
+                   : 0;
+}
+
 /* The repacked order with the wide kernels on rows [0, n_wide) (a multiple
  * of QT_RP_WIDE_ROWS): tokens in passes, row groups split across threads
  * within a pass; the first n_gemm tokens in gemm order, the rest gemv. */
@@ -124,18 +147,10 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
     const bool stream = stream_out(n_out, n_tokens);
     #pragma omp parallel
     {
-        #pragma omp for schedule(static)
-        for (int t = 0; t < n_tokens; t++) {
-            int start;
-            const int ncols = wide_call(wide, pass, n_tokens, n_gemm, t, &start);
-            wide->prep(n_in, t - start, ncols, aux + wide->aux_bytes(n_in, start), xq + (size_t)t * xq_row);
-        }
+        wide_prep(wide, n_in, pass, n_tokens, n_gemm, xq, xq_row, aux);
         for (int t0 = 0; t0 < n_tokens; t0 += pass) {
             int start[2], ncols[2];
-            ncols[0] = wide_call(wide, pass, n_tokens, n_gemm, t0, &start[0]);
-            ncols[1] = start[0] + ncols[0] < n_tokens && start[0] + ncols[0] < t0 + pass
-                           ? wide_call(wide, pass, n_tokens, n_gemm, start[0] + ncols[0], &start[1])
-                           : 0;
+            wide_pass_calls(wide, pass, n_tokens, n_gemm, t0, start, ncols);
             /* Groups as threads come for them, two at a time: a static
              * split left the thread that another process slowed holding
              * the rest at the end of the matmul (libgomp's spin was 4.6%
@@ -170,22 +185,14 @@ static void matmul_wide_glu(const qt_rp_wide *wide, const gl_tensor *wgate, cons
     const int pass = wide_pass(xq_row);
     #pragma omp parallel
     {
-        #pragma omp for schedule(static)
-        for (int t = 0; t < n_tokens; t++) {
-            int start;
-            const int ncols = wide_call(wide, pass, n_tokens, n_gemm, t, &start);
-            wide->prep(n_in, t - start, ncols, aux + wide->aux_bytes(n_in, start), xq + (size_t)t * xq_row);
-        }
+        wide_prep(wide, n_in, pass, n_tokens, n_gemm, xq, xq_row, aux);
         /* a call's 16 rows per column, gate's and up's: [column][row]
          * (streaming g's lines out, as the kernels do, measured level) */
         _Static_assert(2 * WIDE_TOKENS * QT_RP_WIDE_ROWS <= GL_OPS_SERIAL, "one call's gate runs serially");
         _Alignas(64) float tg[2 * WIDE_TOKENS][QT_RP_WIDE_ROWS], tu[2 * WIDE_TOKENS][QT_RP_WIDE_ROWS];
         for (int t0 = 0; t0 < n_tokens; t0 += pass) {
             int start[2], ncols[2];
-            ncols[0] = wide_call(wide, pass, n_tokens, n_gemm, t0, &start[0]);
-            ncols[1] = start[0] + ncols[0] < n_tokens && start[0] + ncols[0] < t0 + pass
-                           ? wide_call(wide, pass, n_tokens, n_gemm, start[0] + ncols[0], &start[1])
-                           : 0;
+            wide_pass_calls(wide, pass, n_tokens, n_gemm, t0, start, ncols);
             #pragma omp for schedule(dynamic, 2) nowait
             for (int64_t grp = 0; grp < n_out / QT_RP_WIDE_ROWS; grp++)
                 for (int k = 0; k < 2; k++) {
