@@ -558,27 +558,31 @@ QT_X16_K_COLUMNS(qt_avx512_vnni_x16_dot_q2_K, x16_vec_dot_q2_K)
 
 /* The row layout and x16 share every step; only where the bytes come
  * from differs. */
-#define WIDE_K(name, q4k, vnni, aux_bytes, prep)                                                           \
-    static void run_##name(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride, \
-                           const void *y, size_t y_stride, const void *aux, bool stream)                      \
-    {                                                                                                      \
-        if (!gemm && ncols == 1)                                                                           \
-            gemv_k(n, s, w, w_stride, y, q4k, vnni, 0);                                                    \
-        else if (gemm)                                                                                     \
-            run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 0);           \
-        else                                                                                               \
-            run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 0);           \
-    }                                                                                                      \
+#define WIDE_K(name, q4k, vnni, aux_bytes, prep)                                                                  \
+    static void run_##name(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,     \
+                           const void *y, size_t y_stride, const void *aux, bool stream)                          \
+    {                                                                                                             \
+        if (!gemm && ncols == 1)                                                                                  \
+            gemv_k(n, s, w, w_stride, y, q4k, vnni, 0);                                                           \
+        else if (gemm)                                                                                            \
+            run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni,         \
+                  0);                                                                                             \
+        else                                                                                                      \
+            run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni,         \
+                  0);                                                                                             \
+    }                                                                                                             \
     static void run_##name##_x16(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y, \
-                                 size_t y_stride, const void *aux, bool stream)                            \
-    {                                                                                                      \
-        if (!gemm && ncols == 1)                                                                           \
-            gemv_k(n, s, w, 0, y, q4k, vnni, 1);                                                           \
-        else if (gemm)                                                                                     \
-            run_k(n, ncols, 1, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 1);                  \
-        else                                                                                               \
-            run_k(n, ncols, 0, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 1);                  \
-    }                                                                                                      \
+                                 size_t y_stride, const void *aux, bool stream)                                   \
+    {                                                                                                             \
+        if (!gemm && ncols == 1)                                                                                  \
+            gemv_k(n, s, w, 0, y, q4k, vnni, 1);                                                                  \
+        else if (gemm)                                                                                            \
+            run_k(n, ncols, 1, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni,                \
+                  1);                                                                                             \
+        else                                                                                                      \
+            run_k(n, ncols, 0, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni,                \
+                  1);                                                                                             \
+    }                                                                                                             \
     const qt_rp_wide qt_rp_wide_##name = {aux_bytes, prep, run_##name, run_##name##_x16, false};
 
 WIDE_K(q4_K_avx512, 1, 0, qt_rp_aux_q4_K, qt_rp_prep_q4_K)
