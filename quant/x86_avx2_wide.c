@@ -717,8 +717,8 @@ INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const 
         }
         for (int c = 0; c < nch; c++)
             for (int h = 0; h < 2; h++)
-                store_out8(sc + c * ldo + 8 * h, _mm256_sub_ps(_mm256_load_ps(sa[h] + 8 * c), _mm256_load_ps(sm[h] + 8 * c)),
-                           stream);
+                store_out8(sc + c * ldo + 8 * h,
+                           _mm256_sub_ps(_mm256_load_ps(sa[h] + 8 * c), _mm256_load_ps(sm[h] + 8 * c)), stream);
     }
     if (stream) _mm_sfence();
 }

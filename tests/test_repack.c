@@ -248,8 +248,8 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                 }
             if (iter < 2)
                 for (int gemm = 0; gemm < 2; gemm++)
-                    check_wide_streamed(k, 0, n, MAXC, w, w_gap, y, y_stride, aux, gemm, gemm ? &want_g[0][0] : &want_v[0][0],
-                                        ROWS);
+                    check_wide_streamed(k, 0, n, MAXC, w, w_gap, y, y_stride, aux, gemm,
+                                        gemm ? &want_g[0][0] : &want_v[0][0], ROWS);
             if (k->run_x16) { /* the same outputs from the interleaved layout */
                 uint8_t *x16 = xmalloc(w_stride * ROWS), *back = xmalloc(w_gap * (ROWS - 1) + w_stride);
                 qt_x16_interleave(type, n, w, w_gap, x16);

@@ -269,7 +269,8 @@ static void test_kernel(const char *set, qt_type type, const qt_tiles *tiles) {
         }
         /* asked to stream, aligned: whole lines streamed, masked stores
          * for the last 5 rows */
-        CHECK(qt_rp_stream_out(true, (const float *)(uintptr_t)64, 4096), "aligned 4096-float columns are not streamed");
+        CHECK(qt_rp_stream_out(true, (const float *)(uintptr_t)64, 4096),
+              "aligned 4096-float columns are not streamed");
         check_shape_out(tiles, type, q8 ? 3 : 2, 37, 64, sc, 4096, true);
         TEST_END();
     }
