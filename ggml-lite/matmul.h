@@ -26,8 +26,10 @@ int gl_matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, void *
 /* y[i] = w[i] . x for n_w weights that take the same input x (Q, K and V;
  * gate and up): where gl_matmul would give each the tile kernels, x is
  * quantized and packed once for all of them and their rows are shared
- * out together; otherwise one gl_matmul each.  Bit for bit gl_matmul's;
- * scratch holds the largest gl_matmul_scratch() of them. */
+ * out together; else, where they read one activation type, x is
+ * quantized once and each weight takes its own route; otherwise one
+ * gl_matmul each.  Bit for bit gl_matmul's; scratch holds the largest
+ * gl_matmul_scratch() of them. */
 int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float *const y[], int n_tokens,
                      void *scratch);
 /* g = act(gate . x) * (up . x), a gated feed-forward's first half for

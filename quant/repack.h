@@ -194,7 +194,7 @@ static inline void qt_rp_prefetch_out(const float *s, size_t ldo, int ncols, int
  * output lines evicted each other and the panel, and the reads for
  * ownership of lines long gone from cache held the stores back; streaming
  * stores read nothing.  tl-q4_k_m's Q4_K kernel 1.09x at 2048 x 65536,
- * 128 columns; pp512 1.04-1.08x, pp256 1.06-1.09x (2 threads, Xeon
+ * 128 columns; pp512 1.03-1.06x, pp256 1.06-1.09x (2 threads, Xeon
  * without AMX).  Outputs that fit in cache stay cached: streamed, pp64
  * ran 0.94-0.96x, its next op reading them back from memory. */
 static inline bool qt_rp_stream_out(bool stream, const float *s, size_t ldo)
