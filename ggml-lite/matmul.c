@@ -99,6 +99,16 @@ static void wide_run(const qt_rp_wide *wide, const gl_tensor *w, int n_in, int n
         wide->run(n_in, ncols, gemm, s, ldo, wg, w->row_bytes, y, y_stride, aux, stream);
 }
 
+/* Groups g and g + 1 (x16 layout, a set with run2_x16) in one call,
+ * sharing each activation load; bits as two wide_run calls. */
+static void wide_run2(const qt_rp_wide *wide, const gl_tensor *w, int n_in, int ncols, bool gemm, float *s,
+                      size_t ldo, const void *wg, const void *y, size_t y_stride, const void *aux, bool stream)
+{
+    float *const s2[2] = {s, s + QT_RP_WIDE_ROWS};
+    const void *const w2[2] = {wg, (const uint8_t *)wg + QT_RP_WIDE_ROWS * w->row_bytes};
+    wide->run2_x16(n_in, ncols, gemm, s2, ldo, w2, y, y_stride, aux, stream);
+}
+
 /* The tokens of the calls matmul_wide makes: passes of `pass` tokens from
  * t0, each split at ng (the pass's first ng tokens in gemm order) unless
  * the set has one order.  Token t's call starts at *start with *ncols
@@ -157,14 +167,24 @@ static void matmul_wide(const qt_rp_wide *wide, const gl_tensor *w, const uint8_
              * of a tl-q4_k_m pp512 profile with 2 threads, 1.2% this
              * way; tl-q4_0 3-4% and 0.6%).  Which thread runs a group
              * does not change its bits. */
-            #pragma omp for schedule(dynamic, 2) nowait
-            for (int64_t g = 0; g < n_wide / QT_RP_WIDE_ROWS; g++) {
+            const int64_t groups = n_wide / QT_RP_WIDE_ROWS;
+            #pragma omp for schedule(dynamic, 1) nowait
+            for (int64_t g = 0; g < groups; g += 2) {
                 const void *wg = gl_row(w, g * QT_RP_WIDE_ROWS);
-                for (int k = 0; k < 2; k++)
-                    if (ncols[k])
-                        wide_run(wide, w, n_in, ncols[k], start[k] < n_gemm,
-                                 &y[(int64_t)start[k] * n_out + g * QT_RP_WIDE_ROWS], (size_t)n_out, wg,
-                                 xq + (size_t)start[k] * xq_row, xq_row, aux + wide->aux_bytes(n_in, start[k]), stream);
+                const bool two = g + 1 < groups && w->layout == GL_LAYOUT_X16 && wide->run2_x16;
+                for (int k = 0; k < 2; k++) {
+                    if (!ncols[k]) continue;
+                    float *s = &y[(int64_t)start[k] * n_out + g * QT_RP_WIDE_ROWS];
+                    const uint8_t *yk = xq + (size_t)start[k] * xq_row, *ak = aux + wide->aux_bytes(n_in, start[k]);
+                    if (two) {
+                        wide_run2(wide, w, n_in, ncols[k], start[k] < n_gemm, s, (size_t)n_out, wg, yk, xq_row, ak,
+                                  stream);
+                        continue;
+                    }
+                    for (int64_t i = g; i < g + 2 && i < groups; i++)
+                        wide_run(wide, w, n_in, ncols[k], start[k] < n_gemm, s + (i - g) * QT_RP_WIDE_ROWS,
+                                 (size_t)n_out, gl_row(w, i * QT_RP_WIDE_ROWS), yk, xq_row, ak, stream);
+                }
             }
         }
     }
@@ -183,6 +203,7 @@ static void matmul_wide_glu(const qt_rp_wide *wide, const gl_tensor *wgate, cons
     const int n_in = (int)wgate->ne[0];
     const int64_t n_out = wgate->ne[1];
     const int pass = wide_pass(xq_row);
+    const bool pair = wgate->layout == GL_LAYOUT_X16 && wide->run2_x16;
     #pragma omp parallel
     {
         wide_prep(wide, n_in, pass, n_tokens, n_gemm, xq, xq_row, aux);
@@ -198,10 +219,16 @@ static void matmul_wide_glu(const qt_rp_wide *wide, const gl_tensor *wgate, cons
                 for (int k = 0; k < 2; k++) {
                     if (!ncols[k]) continue;
                     const uint8_t *y = xq + (size_t)start[k] * xq_row, *ax = aux + wide->aux_bytes(n_in, start[k]);
-                    wide_run(wide, wgate, n_in, ncols[k], start[k] < n_gemm, tg[0], QT_RP_WIDE_ROWS,
-                             gl_row(wgate, grp * QT_RP_WIDE_ROWS), y, xq_row, ax, false);
-                    wide_run(wide, wup, n_in, ncols[k], start[k] < n_gemm, tu[0], QT_RP_WIDE_ROWS,
-                             gl_row(wup, grp * QT_RP_WIDE_ROWS), y, xq_row, ax, false);
+                    const void *wg = gl_row(wgate, grp * QT_RP_WIDE_ROWS), *wu = gl_row(wup, grp * QT_RP_WIDE_ROWS);
+                    if (pair) { /* gate's and up's groups side by side (run2_x16) */
+                        wide->run2_x16(n_in, ncols[k], start[k] < n_gemm, (float *const[2]){tg[0], tu[0]},
+                                       QT_RP_WIDE_ROWS, (const void *const[2]){wg, wu}, y, xq_row, ax, false);
+                    } else {
+                        wide_run(wide, wgate, n_in, ncols[k], start[k] < n_gemm, tg[0], QT_RP_WIDE_ROWS, wg, y, xq_row,
+                                 ax, false);
+                        wide_run(wide, wup, n_in, ncols[k], start[k] < n_gemm, tu[0], QT_RP_WIDE_ROWS, wu, y, xq_row,
+                                 ax, false);
+                    }
                     /* the call's columns side by side: one gate call
                      * (below GL_OPS_SERIAL elements: serial) */
                     if (gelu_tab)

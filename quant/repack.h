@@ -104,6 +104,11 @@ typedef struct qt_rp_wide {
      * goes in calls of whole passes, never split where llama.cpp would
      * switch to its gemv */
     bool one_order;
+    /* run_x16 on two groups of 16 rows at once, w[i]'s outputs in s[i]
+     * (two groups of one matrix, or a gated feed-forward's gate and up),
+     * each output bit for bit run_x16's; NULL: the set has none */
+    void (*run2_x16)(int n, int ncols, bool gemm, float *const s[2], size_t ldo, const void *const w[2],
+                     const void *y, size_t y_stride, const void *aux, bool stream);
 } qt_rp_wide;
 
 /* The x16 layout: 16 rows of Q4_0 or IQ4_NL blocks interleaved at load so

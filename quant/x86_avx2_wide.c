@@ -1004,9 +1004,9 @@ static void run_x16_q2_K(int n, int ncols, bool gemm, float *s, size_t ldo, cons
     run_k_any(n, ncols, gemm, s, ldo, w, 0, y, y_stride, aux, 0, stream, 0, 1);
 }
 
-static const qt_rp_wide wide_q4_0 = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0, true};
-static const qt_rp_wide wide_q4_K = {qt_rp_aux_q4_K, qt_rp_prep_q4_K, run_q4_K, run_x16_q4_K, false};
-static const qt_rp_wide wide_q2_K = {aux_q2_K, prep_q2_K, run_q2_K, run_x16_q2_K, false};
+static const qt_rp_wide wide_q4_0 = {qt_rp_aux_q8_0, prep_q4_0, run_q4_0, run_x16_q4_0, true, NULL};
+static const qt_rp_wide wide_q4_K = {qt_rp_aux_q4_K, qt_rp_prep_q4_K, run_q4_K, run_x16_q4_K, false, NULL};
+static const qt_rp_wide wide_q2_K = {aux_q2_K, prep_q2_K, run_q2_K, run_x16_q2_K, false, NULL};
 
 const qt_rp_wide *const qt_rp_wide_avx2[QT_COUNT] = {
     [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &wide_q4_K, [QT_Q2_K] = &wide_q2_K};

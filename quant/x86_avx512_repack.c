@@ -463,9 +463,9 @@ static void run_iq4_nl_vnni(int n, int ncols, bool gemm, float *s, size_t ldo, c
     run_4bit(n, ncols, s, ldo, w, w_stride, y, y_stride, aux, stream, 1, 1, 0);
 }
 
-static const qt_rp_wide wide_q4_0 = {aux_il, prep_q4_0, run_q4_0, run_x16_q4_0, true};
-static const qt_rp_wide wide_q4_0_vnni = {aux_il, prep_q4_0, run_q4_0_vnni, run_x16_q4_0_vnni, true};
-static const qt_rp_wide wide_iq4_nl_vnni = {aux_il, prep_iq4_nl, run_iq4_nl_vnni, run_x16_iq4_nl_vnni, true};
+static const qt_rp_wide wide_q4_0 = {aux_il, prep_q4_0, run_q4_0, run_x16_q4_0, true, NULL};
+static const qt_rp_wide wide_q4_0_vnni = {aux_il, prep_q4_0, run_q4_0_vnni, run_x16_q4_0_vnni, true, NULL};
+static const qt_rp_wide wide_iq4_nl_vnni = {aux_il, prep_iq4_nl, run_iq4_nl_vnni, run_x16_iq4_nl_vnni, true, NULL};
 
 const qt_rp_wide *const qt_rp_wide_avx512[QT_COUNT] = {
     [QT_Q4_0] = &wide_q4_0, [QT_Q4_K] = &qt_rp_wide_q4_K_avx512, [QT_Q2_K] = &qt_rp_wide_q2_K_avx512};

@@ -281,6 +281,173 @@ INLINE void columns(const panel *p, const int nc, const int q4k, const int gemm,
     }
 }
 
+/* acc + u.s per 4-byte group, s from a register: columns2's broadcasts,
+ * each shared by two panels. */
+INLINE __m512i dot4_reg(__m512i acc, __m512i u, __m512i s, const int vnni)
+{
+    if (vnni) return qt_dpbusd512(acc, u, s);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+}
+
+/* The 4 activation bytes at p in every lane. */
+INLINE __m512i bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+/* columns() for two panels at once (32 rows: two groups of a matrix, or a
+ * gated feed-forward's gate and up groups): each activation broadcast is
+ * loaded once for both panels.  With one load per vpdpbusd the loads, not
+ * the multiplies, set columns()'s pace: a loop of vpdpbusd each with its
+ * own broadcast ran ~3.8 G/s on this Xeon, one broadcast per two 4.4 G/s,
+ * all operands in registers 5.8.  The scale sums go first and the mins
+ * after, each with its own accumulators (together they would not fit the
+ * registers); every output's float steps are columns()'s, in its order,
+ * so the bits are too. */
+INLINE void columns2(const panel *const pp[2], const int nc, const int q4k, const int gemm, const int vnni,
+                     const uint8_t *y, size_t y_stride, const uint32_t *pairs, size_t pairs_stride,
+                     float *const sa[2], float *const sm[2])
+{
+    const qt_block_q8_K *yb[NC];
+    alignas(64) float dd[2][NC][16]; /* d_w * d_y per panel and column */
+    __m512 acc[2][NC];
+    __m512i ist[2][NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < nc; c++) {
+        yb[c] = (const qt_block_q8_K *)(y + c * y_stride);
+        const __m512 dy = _mm512_set1_ps(yb[c]->d);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            acc[h][c] = _mm512_load_ps(sa[h] + 16 * c);
+            _mm512_store_ps(dd[h][c], _mm512_mul_ps(pp[h]->d, dy));
+            ist[h][c] = _mm512_setzero_si512();
+        }
+    }
+    for (int g = 0; g < (q4k ? 4 : 2); g++) {
+        __m512 isf[2][NC];
+        __m512i is[2][NC];
+        if (q4k) {
+            /* the sub-blocks one after the other: sub-block 0's product
+             * with its scale waits in isf while sub-block 1's chains run */
+#pragma GCC unroll 2
+            for (int sb = 0; sb < 2; sb++) {
+                const int j = 2 * g + sb;
+                __m512i dot[2][NC];
+#pragma GCC unroll 4
+                for (int c = 0; c < nc; c++) dot[0][c] = dot[1][c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; k++) {
+                    const __m512i u0 = pp[0]->u[8 * j + k], u1 = pp[1]->u[8 * j + k];
+#pragma GCC unroll 4
+                    for (int c = 0; c < nc; c++) {
+                        const __m512i yv = bcast4(yb[c]->qs + 32 * j + 4 * k);
+                        dot[0][c] = dot4_reg(dot[0][c], u0, yv, vnni);
+                        dot[1][c] = dot4_reg(dot[1][c], u1, yv, vnni);
+                    }
+                }
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+                    for (int c = 0; c < nc; c++)
+                        isf[h][c] = sb ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[h][c]), pp[h]->scf[j], isf[h][c])
+                                       : _mm512_mul_ps(_mm512_cvtepi32_ps(dot[h][c]), pp[h]->scf[j]);
+            }
+        } else {
+            __m512i e[2][NC], o[2][NC];
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) e[0][c] = e[1][c] = o[0][c] = o[1][c] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+            for (int i = 32 * g; i < 32 * g + 32; i += 2) {
+                const __m512i u0 = pp[0]->u[i], u0o = pp[0]->u[i + 1], u1 = pp[1]->u[i], u1o = pp[1]->u[i + 1];
+#pragma GCC unroll 4
+                for (int c = 0; c < nc; c++) {
+                    const __m512i ye = bcast4(yb[c]->qs + 4 * i), yo = bcast4(yb[c]->qs + 4 * i + 4);
+                    e[0][c] = dot4_reg(e[0][c], u0, ye, vnni);
+                    e[1][c] = dot4_reg(e[1][c], u1, ye, vnni);
+                    o[0][c] = dot4_reg(o[0][c], u0o, yo, vnni);
+                    o[1][c] = dot4_reg(o[1][c], u1o, yo, vnni);
+                }
+            }
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+                for (int c = 0; c < nc; c++) is[h][c] = _mm512_add_epi32(e[h][c], o[h][c]);
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) {
+                if (gemm)
+                    acc[h][c] = _mm512_fmadd_ps(q4k ? isf[h][c] : _mm512_cvtepi32_ps(is[h][c]),
+                                                _mm512_load_ps(dd[h][c]), acc[h][c]);
+                else
+                    ist[h][c] = _mm512_add_epi32(ist[h][c], q4k ? _mm512_cvtps_epi32(isf[h][c]) : is[h][c]);
+            }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) {
+            if (!gemm) acc[h][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ist[h][c]), _mm512_load_ps(dd[h][c]), acc[h][c]);
+            _mm512_store_ps(sa[h] + 16 * c, acc[h][c]);
+        }
+
+    /* the mins: Σ m·bsum per group, as columns() forms them */
+    __m512 accm[2][NC], dm[2][NC];
+    __m512i imt[2][NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < nc; c++) {
+        const __m512 dy = _mm512_set1_ps(yb[c]->d);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            accm[h][c] = _mm512_loadu_ps(sm[h] + 16 * c);
+            dm[h][c] = _mm512_mul_ps(pp[h]->dmin, dy);
+            imt[h][c] = _mm512_setzero_si512();
+        }
+    }
+    for (int g = 0; g < (q4k ? 4 : 2); g++) {
+        __m512i im[2][NC];
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) {
+            if (q4k) {
+                const __m512i pr = _mm512_set1_epi32((int)pairs[c * pairs_stride + g]);
+                im[0][c] = _mm512_madd_epi16(pp[0]->mins[g], pr);
+                im[1][c] = _mm512_madd_epi16(pp[1]->mins[g], pr);
+                continue;
+            }
+            im[0][c] = im[1][c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int i = 4 * g; i < 4 * g + 4; i++) {
+                int32_t pair;
+                memcpy(&pair, yb[c]->bsums + 2 * i, sizeof pair);
+                const __m512i pr = _mm512_set1_epi32(pair);
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++)
+                    im[h][c] = vnni ? qt_dpwssd512(im[h][c], pp[h]->mins[i], pr)
+                                    : _mm512_add_epi32(im[h][c], _mm512_madd_epi16(pp[h]->mins[i], pr));
+            }
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) {
+                if (gemm)
+                    accm[h][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im[h][c]), dm[h][c], accm[h][c]);
+                else
+                    imt[h][c] = _mm512_add_epi32(imt[h][c], im[h][c]);
+            }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) {
+            if (!gemm) accm[h][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imt[h][c]), dm[h][c], accm[h][c]);
+            _mm512_storeu_ps(sm[h] + 16 * c, accm[h][c]);
+        }
+}
+
 /* A super-block of the 16 rows: block b of each row, or (x16) the b-th
  * 16 block sizes of the group. */
 INLINE const uint8_t *super_block(const void *w, int b, size_t bs, const int x16)
@@ -301,51 +468,70 @@ INLINE void prefetch_sb(const void *w, size_t stride, int nb, int b, int ahead, 
     }
 }
 
-INLINE void run_k(int n, int ncols, const int gemm, float *s, size_t ldo, const void *w, size_t w_stride,
-                  const void *y, size_t y_stride, const void *aux, size_t aux_stride, bool stream, const int q4k,
-                  const int vnni, const int x16)
+/* np (1 or 2) groups of 16 rows, w[i]'s outputs into s[i]; two take
+ * columns2, each super-block of both packed before the columns meet them. */
+INLINE void run_k(int n, int ncols, const int gemm, float *const s[2], size_t ldo, const void *const w[2],
+                  size_t w_stride, const void *y, size_t y_stride, const void *aux, size_t aux_stride, bool stream,
+                  const int q4k, const int vnni, const int x16, const int np)
 {
     const size_t ps = aux_stride / sizeof(uint32_t);
     const size_t bs = q4k ? sizeof(qt_block_q4_K) : sizeof(qt_block_q2_K);
-    alignas(64) panel p;
+    alignas(64) panel p[2];
+    const panel *const pp[2] = {&p[0], &p[1]};
     /* acc and accm of the chunk's columns side by side: read and written
      * in s itself, ldo apart (ldo = the matrix's rows, a multiple of 4
      * KB for most), the columns' lines fell in the same few L1 sets and
      * the kernel ran at 0.8x */
-    alignas(64) float sa[CHUNK * 16], sm[CHUNK * 16];
-    stream = qt_rp_stream_out(stream, s, ldo);
+    alignas(64) float sa[2][CHUNK * 16], sm[2][CHUNK * 16];
+    for (int i = 0; i < np; i++) stream = qt_rp_stream_out(stream, s[i], ldo);
     for (int c0 = 0; c0 < ncols; c0 += CHUNK) {
         const int nch = ncols - c0 < CHUNK ? ncols - c0 : CHUNK;
-        float *sc = s + (size_t)c0 * ldo;
         const uint8_t *yc = (const uint8_t *)y + (size_t)c0 * y_stride;
-        for (int c = 0; c < nch; c++) {
-            _mm512_store_ps(sa + 16 * c, _mm512_setzero_ps());
-            _mm512_store_ps(sm + 16 * c, _mm512_setzero_ps());
-        }
+        for (int i = 0; i < np; i++)
+            for (int c = 0; c < nch; c++) {
+                _mm512_store_ps(sa[i] + 16 * c, _mm512_setzero_ps());
+                _mm512_store_ps(sm[i] + 16 * c, _mm512_setzero_ps());
+            }
         for (int b = 0; b < n / QT_QK_K; b++) {
-            const uint8_t *blk = super_block(w, b, bs, x16);
-            if (b + 2 < n / QT_QK_K) prefetch_sb(w, w_stride, n / QT_QK_K, b, 2, bs, x16);
-            if (!stream) qt_rp_prefetch_out(sc, ldo, nch, b, n / QT_QK_K);
-            if (q4k)
-                pack_q4_K(&p, blk, w_stride, x16);
-            else
-                pack_q2_K(&p, blk, w_stride, x16);
+            for (int i = 0; i < np; i++) {
+                const uint8_t *blk = super_block(w[i], b, bs, x16);
+                if (b + 2 < n / QT_QK_K) prefetch_sb(w[i], w_stride, n / QT_QK_K, b, 2, bs, x16);
+                if (!stream) qt_rp_prefetch_out(s[i] + (size_t)c0 * ldo, ldo, nch, b, n / QT_QK_K);
+                if (q4k)
+                    pack_q4_K(&p[i], blk, w_stride, x16);
+                else
+                    pack_q2_K(&p[i], blk, w_stride, x16);
+            }
             const uint8_t *yb = yc + (size_t)b * sizeof(qt_block_q8_K);
             const uint32_t *pairs = q4k ? (const uint32_t *)aux + 4 * b : NULL;
             int c = 0;
+            if (np == 2) {
+                for (; nch - c >= NC; c += NC)
+                    columns2(pp, NC, q4k, gemm, vnni, yb + c * y_stride, y_stride, pairs + (c0 + c) * ps, ps,
+                             (float *const[2]){sa[0] + 16 * c, sa[1] + 16 * c},
+                             (float *const[2]){sm[0] + 16 * c, sm[1] + 16 * c});
+                for (; c < nch; c++)
+                    columns2(pp, 1, q4k, gemm, vnni, yb + c * y_stride, y_stride, pairs + (c0 + c) * ps, ps,
+                             (float *const[2]){sa[0] + 16 * c, sa[1] + 16 * c},
+                             (float *const[2]){sm[0] + 16 * c, sm[1] + 16 * c});
+                continue;
+            }
             for (; nch - c >= NC; c += NC)
-                columns(&p, NC, q4k, gemm, vnni, yb + c * y_stride, y_stride, pairs + (c0 + c) * ps, ps, sa + 16 * c,
-                        sm + 16 * c);
+                columns(&p[0], NC, q4k, gemm, vnni, yb + c * y_stride, y_stride, pairs + (c0 + c) * ps, ps,
+                        sa[0] + 16 * c, sm[0] + 16 * c);
             for (; c < nch; c++)
-                columns(&p, 1, q4k, gemm, vnni, yb + c * y_stride, y_stride, pairs + (c0 + c) * ps, ps, sa + 16 * c,
-                        sm + 16 * c);
+                columns(&p[0], 1, q4k, gemm, vnni, yb + c * y_stride, y_stride, pairs + (c0 + c) * ps, ps,
+                        sa[0] + 16 * c, sm[0] + 16 * c);
         }
-        for (int c = 0; c < nch; c++) {
-            const __m512 v = _mm512_sub_ps(_mm512_load_ps(sa + 16 * c), _mm512_load_ps(sm + 16 * c));
-            if (stream)
-                _mm512_stream_ps(sc + c * ldo, v);
-            else
-                _mm512_storeu_ps(sc + c * ldo, v);
+        for (int i = 0; i < np; i++) {
+            float *sc = s[i] + (size_t)c0 * ldo;
+            for (int c = 0; c < nch; c++) {
+                const __m512 v = _mm512_sub_ps(_mm512_load_ps(sa[i] + 16 * c), _mm512_load_ps(sm[i] + 16 * c));
+                if (stream)
+                    _mm512_stream_ps(sc + c * ldo, v);
+                else
+                    _mm512_storeu_ps(sc + c * ldo, v);
+            }
         }
     }
     /* the streaming stores ordered before whatever reads s next */
@@ -562,28 +748,40 @@ QT_X16_K_COLUMNS(qt_avx512_vnni_x16_dot_q2_K, x16_vec_dot_q2_K)
     static void run_##name(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, size_t w_stride,     \
                            const void *y, size_t y_stride, const void *aux, bool stream)                          \
     {                                                                                                             \
+        float *const s2[2] = {s, NULL};                                                                           \
+        const void *const w2[2] = {w, NULL};                                                                      \
         if (!gemm && ncols == 1)                                                                                  \
             gemv_k(n, s, w, w_stride, y, q4k, vnni, 0);                                                           \
         else if (gemm)                                                                                            \
-            run_k(n, ncols, 1, s, ldo, w, w_stride, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni,         \
-                  0);                                                                                             \
+            run_k(n, ncols, 1, s2, ldo, w2, w_stride, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 0, 1); \
         else                                                                                                      \
-            run_k(n, ncols, 0, s, ldo, w, w_stride, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni,         \
-                  0);                                                                                             \
+            run_k(n, ncols, 0, s2, ldo, w2, w_stride, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 0, 1); \
+    }                                                                                                             \
+    static void run2_##name##_x16(int n, int ncols, bool gemm, float *const s[2], size_t ldo,                     \
+                                  const void *const w[2], const void *y, size_t y_stride, const void *aux,        \
+                                  bool stream)                                                                    \
+    {                                                                                                             \
+        if (!gemm && ncols == 1)                                                                                  \
+            for (int i = 0; i < 2; i++) gemv_k(n, s[i], w[i], 0, y, q4k, vnni, 1);                                \
+        else if (gemm)                                                                                            \
+            run_k(n, ncols, 1, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 1, 2);         \
+        else                                                                                                      \
+            run_k(n, ncols, 0, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 1, 2);         \
     }                                                                                                             \
     static void run_##name##_x16(int n, int ncols, bool gemm, float *s, size_t ldo, const void *w, const void *y, \
                                  size_t y_stride, const void *aux, bool stream)                                   \
     {                                                                                                             \
+        float *const s2[2] = {s, NULL};                                                                           \
+        const void *const w2[2] = {w, NULL};                                                                      \
         if (!gemm && ncols == 1)                                                                                  \
             gemv_k(n, s, w, 0, y, q4k, vnni, 1);                                                                  \
         else if (gemm)                                                                                            \
-            run_k(n, ncols, 1, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni,                \
-                  1);                                                                                             \
+            run_k(n, ncols, 1, s2, ldo, w2, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 1, 1);       \
         else                                                                                                      \
-            run_k(n, ncols, 0, s, ldo, w, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni,                \
-                  1);                                                                                             \
+            run_k(n, ncols, 0, s2, ldo, w2, 0, y, y_stride, aux, aux_bytes(n, 1), stream, q4k, vnni, 1, 1);       \
     }                                                                                                             \
-    const qt_rp_wide qt_rp_wide_##name = {aux_bytes, prep, run_##name, run_##name##_x16, false};
+    const qt_rp_wide qt_rp_wide_##name = {aux_bytes, prep, run_##name, run_##name##_x16, false,                   \
+                                          run2_##name##_x16};
 
 WIDE_K(q4_K_avx512, 1, 0, qt_rp_aux_q4_K, qt_rp_prep_q4_K)
 WIDE_K(q4_K_avx512_vnni, 1, 1, qt_rp_aux_q4_K, qt_rp_prep_q4_K)

@@ -198,6 +198,29 @@ static void check_wide_streamed(const qt_rp_wide *k, int x16, int n, int ncols, 
     free(out);
 }
 
+/* run2_x16 on groups a and b (x16) equals run_x16 on each, bit for bit,
+ * at ldo (STREAM_LDO when streamed), with nothing written past a column's
+ * rows in either. */
+static void check_wide_pair(const qt_rp_wide *k, int n, int ncols, const uint8_t *a, const uint8_t *b,
+                            const uint8_t *y, size_t y_stride, uint8_t *aux, int gemm, bool stream) {
+    const size_t ldo = stream ? STREAM_LDO : 2 * QT_RP_WIDE_ROWS + 1;
+    float *want = aligned_alloc(64, sizeof(float) * ldo * (size_t)ncols);
+    float *out = aligned_alloc(64, sizeof(float) * ldo * (size_t)ncols);
+    if (!want || !out) abort();
+    for (size_t i = 0; i < ldo * (size_t)ncols; i++) want[i] = out[i] = -0.0f;
+    prep_call(k, n, ncols, aux, y, y_stride);
+    k->run_x16(n, ncols, gemm, want, ldo, a, y, y_stride, aux, false);
+    k->run_x16(n, ncols, gemm, want + QT_RP_WIDE_ROWS, ldo, b, y, y_stride, aux, false);
+    k->run2_x16(n, ncols, gemm, (float *const[2]){out, out + QT_RP_WIDE_ROWS}, ldo, (const void *const[2]){a, b}, y,
+                y_stride, aux, stream);
+    for (int c = 0; c < ncols; c++)
+        for (int r = 0; r <= 2 * QT_RP_WIDE_ROWS; r++)
+            CHECK(same_bits(out[(size_t)c * ldo + r], want[(size_t)c * ldo + r]),
+                  "pair %s%s ncols=%d col %d row %d: one group at a time %a, pair %a", stream ? "streamed " : "",
+                  gemm ? "gemm" : "gemv", ncols, c, r, want[(size_t)c * ldo + r], out[(size_t)c * ldo + r]);
+    free(want), free(out);
+}
+
 static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt_type type) {
     const qt_repack_ops *ref = qt_repack_ref();
     const qt_traits *tr = qt_get(type);
@@ -273,6 +296,15 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                     for (int gemm = 0; gemm < 2; gemm++)
                         check_wide_streamed(k, 1, n, MAXC, x16, 0, y, y_stride, aux, gemm,
                                             gemm ? &want_g[0][0] : &want_v[0][0], ROWS);
+                if (k->run2_x16) { /* two groups at once: this one and another */
+                    uint8_t *other = xmalloc(w_stride * ROWS), *x16b = xmalloc(w_stride * ROWS);
+                    for (int r = 0; r < ROWS; r++) fill_weights(type, other + r * w_stride, nb, sc);
+                    qt_x16_interleave(type, n, other, w_stride, x16b);
+                    for (int ncols = 1; ncols <= MAXC; ncols = ncols < 12 ? ncols + 1 : ncols + 29)
+                        for (int gemm = 0; gemm < 2; gemm++)
+                            check_wide_pair(k, n, ncols, x16, x16b, y, y_stride, aux, gemm, iter < 2 && ncols > 60);
+                    free(other), free(x16b);
+                }
                 free(x16), free(back);
             }
             free(w), free(y), free(aux);
@@ -808,6 +840,8 @@ int main(void) {
     test_x16_matmul(QT_IQ4_NL, 24, 3 * 32, 5);
     test_x16_matmul(QT_Q4_K, 40, 3 * 256, 20); /* past 16 tokens: the tiled batches too */
     test_x16_matmul(QT_Q2_K, 24, 2 * 256, 5);
+    test_x16_matmul(QT_Q4_K, 56, 2 * 256, 20); /* three groups: two in one call (run2_x16), then one */
+    test_x16_matmul(QT_Q2_K, 48, 2 * 256, 20);
     test_x16_matmul(QT_Q2_K, 40, 3 * 256, 20); /* with AMX: vec_dot's order, then the tiled batches */
     test_x16_matmul(QT_Q3_K, 40, 3 * 256, 28); /* vec_dot's order, the VNNI tiles from 8, AMX's from 24 */
     test_x16_matmul(QT_Q4_1, 40, 7 * 32, 9); /* an odd block count, rows past the last group */
