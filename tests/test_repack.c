@@ -204,8 +204,9 @@ static void check_wide_streamed(const qt_rp_wide *k, int x16, int n, int ncols, 
 static void check_wide_pair(const qt_rp_wide *k, int n, int ncols, const uint8_t *a, const uint8_t *b,
                             const uint8_t *y, size_t y_stride, uint8_t *aux, int gemm, bool stream) {
     const size_t ldo = stream ? STREAM_LDO : 2 * QT_RP_WIDE_ROWS + 1;
-    float *want = aligned_alloc(64, sizeof(float) * ldo * (size_t)ncols);
-    float *out = aligned_alloc(64, sizeof(float) * ldo * (size_t)ncols);
+    /* aligned_alloc takes whole multiples of the alignment */
+    const size_t bytes = (sizeof(float) * ldo * (size_t)ncols + 63) / 64 * 64;
+    float *want = aligned_alloc(64, bytes), *out = aligned_alloc(64, bytes);
     if (!want || !out) abort();
     for (size_t i = 0; i < ldo * (size_t)ncols; i++) want[i] = out[i] = -0.0f;
     prep_call(k, n, ncols, aux, y, y_stride);
