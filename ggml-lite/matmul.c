@@ -45,6 +45,13 @@ static bool stream_out(int64_t n_out, int n_tokens)
            (size_t)qt_cpu()->l2_bytes * (size_t)omp_get_max_threads();
 }
 
+/* How activations of type `act` are made from floats (NULL: act NULL or
+ * no such quantizer): the batch quantizer where the type has one. */
+static qt_from_float_fn act_quantizer(const qt_traits *act)
+{
+    return act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
+}
+
 /* A matrix in the x16 layout takes a set's tiles only where the set reads
  * that layout (kernel_x16: Q4_1's, whose layout keeps vec_dot's order);
  * elsewhere its own kernels (the tile kernels read rows). */
@@ -467,7 +474,7 @@ bool gl_matmul_plain(const gl_tensor *w, int n_tokens, bool each, gl_act *act)
     const qt_traits *tr = qt_get(w->type);
     if (!tr || !tr->vec_dot || tr->vec_dot_type == QT_F32) return false;
     const qt_traits *at = qt_get(tr->vec_dot_type);
-    qt_from_float_fn quantize = at ? (at->quantize_act ? at->quantize_act : at->from_float) : NULL;
+    qt_from_float_fn quantize = act_quantizer(at);
     const int cols = each ? 1 : n_tokens;
     /* every other order matmul() may pick for this weight and batch; the
      * repacked one where it takes every token alone (gemv) and the wide
@@ -620,7 +627,7 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
      * threads take as they come (fgemm_call_rows). */
     if (!each && qt_fgemm_applies(w->type, n_out, n_in, n_tokens)) {
         const size_t row = qt_row_size(tr->vec_dot_type, n_in) + FGEMM_ROW_PAD;
-        quantize_rows(act->quantize_act ? act->quantize_act : act->from_float, x, scratch, n_tokens, n_in, row);
+        quantize_rows(act_quantizer(act), x, scratch, n_tokens, n_in, row);
         const qt_fgemm_fn fgemm = qt_fgemm();
         const int64_t rows = fgemm_call_rows(w);
         #pragma omp parallel for schedule(dynamic, 1)
@@ -632,7 +639,7 @@ static int matmul(const gl_tensor *w, const float *x, float *y, int n_tokens, vo
     const void *xq = x;
     size_t xq_row = (size_t)n_in * sizeof(float);
     if (tr->vec_dot_type != QT_F32) {
-        qt_from_float_fn quantize = act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
+        qt_from_float_fn quantize = act_quantizer(act);
         if (!quantize) return -1;
         xq_row = qt_row_size(tr->vec_dot_type, n_in);
         quantize_rows(quantize, x, scratch, n_tokens, n_in, xq_row);
@@ -770,7 +777,7 @@ int gl_matmul_shared(int n_w, const gl_tensor *const w[], const float *x, float 
         if (qt_get(w[i]->type)->vec_dot_type != tr->vec_dot_type || w[i]->ne[0] != w[0]->ne[0] ||
             tiles_for(w[i], n_tokens) != tiles)
             tiles = NULL;
-    qt_from_float_fn quantize = act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
+    qt_from_float_fn quantize = act_quantizer(act);
     if (!tiles) {
         /* each weight its own route (Q4_K's wide kernels beside a Q6_K's
          * tiles), all from one quantization of x where they read the same
@@ -854,7 +861,7 @@ int gl_matmul_glu(const gl_tensor *gate, const gl_tensor *up, const float *x, fl
         fused = (rp->gemv[gate->type] || ref->gemv[gate->type]) && (rp->gemm[gate->type] || ref->gemm[gate->type]);
     }
     const qt_traits *act = fused ? qt_get(tr->vec_dot_type) : NULL;
-    qt_from_float_fn quantize = act ? (act->quantize_act ? act->quantize_act : act->from_float) : NULL;
+    qt_from_float_fn quantize = act_quantizer(act);
     if (!quantize || tr->vec_dot_type == QT_F32) {
         const gl_tensor *const w[2] = {gate, up};
         float *const y[2] = {g, u};

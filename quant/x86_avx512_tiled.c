@@ -351,7 +351,8 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
     const size_t tile_bytes = (size_t)nb * BLOCK_BYTES;
     /* [kind]: 0 scales per 16 elements (Q6_K), 1 per 32 (Q4_K, Q5_K), 2
      * per 16 with quants below 8 (Q2_K; 16-element sums fit int16), 3 the
-     * same with a bias (Q3_K) */
+     * same with a bias (Q3_K); then [4 rows?][tiles - 1] (a single row
+     * steps 2 tiles at most: its third slot is never taken) */
 #define BLOCK_FNS(span, small, sgn)                                                                               \
     {{block_tiles_1_1_##span##_##small##_##sgn, block_tiles_1_2_##span##_##small##_##sgn,                      \
       block_tiles_1_2_##span##_##small##_##sgn},                                                                 \
