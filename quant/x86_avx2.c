@@ -32,84 +32,9 @@
 #include "x86_simd.h"
 #include "x86_avx2_q5.h"
 
-/* ---- helpers ------------------------------------------------------------ */
+/* ---- quantized dot products (quant/ref.c's order) ---------------------- */
 
-/* ---- quantized dot products -------------------------------------------- *
- * The order of every float operation is quant/ref.c's (llama.cpp's x86
- * order), so results are bit-identical to the reference: lane k of a block
- * is the exact integer sum of its products 4k..4k+3, one 8-lane accumulator
- * takes acc = (dx·dy)·lane + acc by FMA, block after block, and hsum_ps
- * adds the lanes as qt_hsum8 does.  The _1 types' m·s terms form a separate
- * scalar FMA chain added at the end.  One chain means one block per FMA
- * latency; splitting it would be faster and no longer bit-identical. */
-
-INLINE void dot_q4_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
-    const qt_block_q4_0 *x = vx;
-    const qt_block_q8_0 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n / QT_QK8_0; i++) {
-        prefetch_weights(&x[i]);
-        const __m256i l = dot4_offset(nibbles(x[i].qs), _mm256_set1_epi8(8), load256(y[i].qs), vnni);
-        acc = fma_block(scale2(&x[i].d, &y[i].d), l, acc);
-    }
-    *s = hsum_ps(acc);
-}
-
-/* x = d·q + m against y = dy·v:  Σxy = d·dy·Σqv + m·(dy·Σv), and Q8_1
- * carries dy·Σv as s, so the offset costs one scalar FMA per block. */
-INLINE void dot_q4_1(int n, float *s, const void *vx, const void *vy, const int vnni) {
-    const qt_block_q4_1 *x = vx;
-    const qt_block_q8_1 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    __m128 summs = _mm_setzero_ps();
-    for (int i = 0; i < n / QT_QK8_1; i++) {
-        prefetch_weights(&x[i]);
-        const __m256i l = dot4(nibbles(x[i].qs), load256(y[i].qs), vnni);
-        acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
-    }
-    *s = hsum_ps(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
-}
-
-INLINE void dot_q5_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
-    const qt_block_q5_0 *x = vx;
-    const qt_block_q8_0 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n / QT_QK8_0; i++) {
-        prefetch_weights(&x[i]);
-        const __m256i q = q5_quants(x[i].qs, x[i].qh);
-        const __m256i l = dot4_offset(q, _mm256_set1_epi8(16), load256(y[i].qs), vnni);
-        acc = fma_block(scale2(&x[i].d, &y[i].d), l, acc);
-    }
-    *s = hsum_ps(acc);
-}
-
-INLINE void dot_q5_1(int n, float *s, const void *vx, const void *vy, const int vnni) {
-    const qt_block_q5_1 *x = vx;
-    const qt_block_q8_1 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    __m128 summs = _mm_setzero_ps();
-    for (int i = 0; i < n / QT_QK8_1; i++) {
-        prefetch_weights(&x[i]);
-        const __m256i q = q5_quants(x[i].qs, x[i].qh);
-        const __m256i l = dot4(q, load256(y[i].qs), vnni);
-        acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
-    }
-    *s = hsum_ps(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
-}
-
-#define INSTANTIATE(name)                                                                       \
-    static void vec_##name(int n, float *s, const void *x, const void *y) {                     \
-        dot_##name(n, s, x, y, 0);                                                              \
-    }                                                                                           \
-    static void vec_##name##_vnni(int n, float *s, const void *x, const void *y) {              \
-        dot_##name(n, s, x, y, 1);                                                              \
-    }
-INSTANTIATE(q4_0)
-INSTANTIATE(q4_1)
-INSTANTIATE(q5_0)
-INSTANTIATE(q5_1)
-INSTANTIATE(q8_0)
-#undef INSTANTIATE
+#include "x86_dot_legacy.inc"
 
 /* 16 vector registers: tiles of at most 8 accumulators. */
 #define TILE_WIDE 0

@@ -46,73 +46,9 @@ INLINE __m256i q5_quants(const uint8_t qs[16], const uint8_t qh[4]) {
     return add_fifth_bits(nibbles(qs), qh);
 }
 
-/* ---- quantized dot products: quant/ref.c's order, as in x86_avx2.c ----- */
+/* ---- quantized dot products (quant/ref.c's order) ---------------------- */
 
-INLINE void dot_q4_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
-    const qt_block_q4_0 *x = vx;
-    const qt_block_q8_0 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n / QT_QK8_0; i++) {
-        prefetch_weights(&x[i]);
-        const __m256i l = dot4_offset(nibbles(x[i].qs), _mm256_set1_epi8(8), load256(y[i].qs), vnni);
-        acc = fma_block(scale2(&x[i].d, &y[i].d), l, acc);
-    }
-    *s = hsum_ps(acc);
-}
-
-INLINE void dot_q4_1(int n, float *s, const void *vx, const void *vy, const int vnni) {
-    const qt_block_q4_1 *x = vx;
-    const qt_block_q8_1 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    __m128 summs = _mm_setzero_ps();
-    for (int i = 0; i < n / QT_QK8_1; i++) {
-        prefetch_weights(&x[i]);
-        const __m256i l = dot4(nibbles(x[i].qs), load256(y[i].qs), vnni);
-        acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
-    }
-    *s = hsum_ps(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
-}
-
-INLINE void dot_q5_0(int n, float *s, const void *vx, const void *vy, const int vnni) {
-    const qt_block_q5_0 *x = vx;
-    const qt_block_q8_0 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n / QT_QK8_0; i++) {
-        prefetch_weights(&x[i]);
-        const __m256i q = q5_quants(x[i].qs, x[i].qh);
-        const __m256i l = dot4_offset(q, _mm256_set1_epi8(16), load256(y[i].qs), vnni);
-        acc = fma_block(scale2(&x[i].d, &y[i].d), l, acc);
-    }
-    *s = hsum_ps(acc);
-}
-
-INLINE void dot_q5_1(int n, float *s, const void *vx, const void *vy, const int vnni) {
-    const qt_block_q5_1 *x = vx;
-    const qt_block_q8_1 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    __m128 summs = _mm_setzero_ps();
-    for (int i = 0; i < n / QT_QK8_1; i++) {
-        prefetch_weights(&x[i]);
-        const __m256i q = q5_quants(x[i].qs, x[i].qh);
-        const __m256i l = dot4(q, load256(y[i].qs), vnni);
-        acc = fma_block(scale4(&x[i], &y[i], &summs), l, acc);
-    }
-    *s = hsum_ps(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
-}
-
-#define INSTANTIATE(name)                                                                       \
-    static void vec_##name(int n, float *s, const void *x, const void *y) {                     \
-        dot_##name(n, s, x, y, 0);                                                              \
-    }                                                                                           \
-    static void vec_##name##_vnni(int n, float *s, const void *x, const void *y) {              \
-        dot_##name(n, s, x, y, 1);                                                              \
-    }
-INSTANTIATE(q4_0)
-INSTANTIATE(q4_1)
-INSTANTIATE(q5_0)
-INSTANTIATE(q5_1)
-INSTANTIATE(q8_0)
-#undef INSTANTIATE
+#include "x86_dot_legacy.inc"
 
 /* 32 vector registers (EVEX): 2x8 tiles fit. */
 #define TILE_WIDE 1
