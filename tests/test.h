@@ -6,8 +6,10 @@
 #ifndef QLM_TEST_H
 #define QLM_TEST_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int t_failed_cases, t_case_failed;
 static const char *t_case_name;
@@ -35,6 +37,17 @@ static inline void *test_xmalloc(size_t n) {
         exit(1);
     }
     return p;
+}
+
+/* Bitwise float equality: kernels equal their reference bit for bit. */
+static inline int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* The same, except that any NaN equals any NaN: the NaN an inf*0 produces
+ * has a different sign bit on x86 and ARM. */
+static inline int same_float(float a, float b)
+{
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    return same_bits(a, b);
 }
 
 #endif

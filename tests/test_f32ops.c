@@ -21,7 +21,6 @@ static uint64_t rnd(uint64_t *s)
     return *s >> 33;
 }
 
-static int same_bits(float a, float b) { return !memcmp(&a, &b, sizeof a); }
 
 static void check_set(const qt_f32_ops *ops)
 {

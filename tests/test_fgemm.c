@@ -22,20 +22,9 @@
 #include "quant/fp16.h"
 #include "quant/types.h"
 #include "tests/test.h"
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint32_t rng_next(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
+#include "tests/test_rng.h"
 
 static float rng_float(void) { return (float)((int)(rng_next() % 20001) - 10000) * 1e-4f; }
-
-static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 static size_t elem_size(qt_type type) { return type == QT_F32 ? 4 : 2; }
 

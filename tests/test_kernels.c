@@ -33,39 +33,14 @@
 #include "quant/fp16.h"
 #include "quant/types.h"
 #include "tests/test.h"
+#define TEST_RNG_SEED 0x2545f4914f6cdd1dull
+#include "tests/test_rng.h"
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-
-static uint64_t rng_next(void) {
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
-static int rng_below(int n) {
-    return (int)(rng_next() % (uint64_t)n);
-}
-
-static double rng_normal(void) {
-    const double u1 = ((double)(rng_next() >> 11) + 0.5) * 0x1p-53;
-    const double u2 = ((double)(rng_next() >> 11) + 0.5) * 0x1p-53;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
 
 static void fill_random_bytes(uint8_t *p, size_t n) {
     for (size_t i = 0; i < n; i++)
         p[i] = (uint8_t)rng_next();
-}
-
-static int same_float(float a, float b) {
-    if (isnan(a) || isnan(b))
-        return isnan(a) && isnan(b);
-    return qt_f32_bits(a) == qt_f32_bits(b);
 }
 
 /* A buffer whose data ends at the end of the allocation and starts `skew`

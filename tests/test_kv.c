@@ -17,7 +17,6 @@ static float frand(uint64_t *s)
     return (float)((*s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
 }
 
-static int same_bits(float a, float b) { return !memcmp(&a, &b, sizeof a); }
 
 enum { NR = 300, LD = 200 };
 

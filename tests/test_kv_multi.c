@@ -23,7 +23,6 @@ static uint64_t rnd(uint64_t *s)
 
 static float frand(uint64_t *s) { return (float)(rnd(s) % 1000000) / 1000000.0f; }
 
-static int same_bits(float a, float b) { return !memcmp(&a, &b, sizeof a); }
 
 /* head widths: one 64-wide slice, two, and Gemma 3's four */
 static const int qk_ds[] = {64, 128, 256};

@@ -23,39 +23,13 @@
 #include "quant/ref.h"
 #include "quant/types.h"
 #include "tests/test.h"
+#include "tests/test_rng.h"
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rng_next(void) {
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
-static double rng_uniform(void) { /* (0, 1) */
-    return ((double)(rng_next() >> 11) + 0.5) * 0x1p-53;
-}
-
-static double rng_normal(void) {
-    return sqrt(-2.0 * log(rng_uniform())) * cos(6.283185307179586 * rng_uniform());
-}
 
 static void fill_normal(float *x, int n, double scale) {
     for (int i = 0; i < n; i++)
         x[i] = (float)(rng_normal() * scale);
-}
-
-/* Bitwise equality, except that any NaN equals any NaN: the NaN an inf*0
- * produces has a different sign bit on x86 and ARM. */
-static int same_float(float a, float b) {
-    if (isnan(a) || isnan(b))
-        return isnan(a) && isnan(b);
-    return qt_f32_bits(a) == qt_f32_bits(b);
 }
 
 static const char *data_dir(void) {

@@ -32,36 +32,7 @@
 #include "quant/tiles.h"
 #include "quant/types.h"
 #include "tests/test.h"
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rng_next(void) {
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
-static int rng_below(int n) { return (int)(rng_next() % (uint64_t)n); }
-
-static double rng_normal(void) {
-    const double u1 = ((double)(rng_next() >> 11) + 0.5) * 0x1p-53;
-    const double u2 = ((double)(rng_next() >> 11) + 0.5) * 0x1p-53;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        printf("FAIL out of memory\n");
-        exit(1);
-    }
-    return p;
-}
+#include "tests/test_rng.h"
 
 enum { SC_RANDOM, SC_ZERO, SC_MAX_SCALE, SC_SUBNORMAL, SC_EXTREMES, SC_COUNT };
 static const char *sc_names[SC_COUNT] = {"random", "all-zero", "max-scale", "subnormal-scale", "extremes"};
@@ -141,8 +112,8 @@ static void test_kernels_vs_ref(const char *set, const qt_repack_ops *k, qt_type
             const size_t w_stride = tr->type_size * nb, y_stride = qt_row_size(act, n);
             /* rows of the group a little apart, as in a wider tensor */
             const size_t w_gap = w_stride + tr->type_size * (size_t)rng_below(3);
-            uint8_t *w = xmalloc(w_gap * 7 + w_stride);
-            uint8_t *y = xmalloc(y_stride * QT_RP_COLS);
+            uint8_t *w = test_xmalloc(w_gap * 7 + w_stride);
+            uint8_t *y = test_xmalloc(y_stride * QT_RP_COLS);
             for (int r = 0; r < 8; r++) fill_weights(type, w + r * w_gap, nb, sc);
             for (int c = 0; c < QT_RP_COLS; c++) fill_acts(act, y + c * y_stride, nb, sc);
             float a[8], b[8], ga[QT_RP_COLS * 9], gb[QT_RP_COLS * 9];
@@ -239,8 +210,8 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
             const int nb = iter < 2 ? 1 + iter : 1 + rng_below(max_nb), n = nb * tr->block_size;
             const size_t w_stride = tr->type_size * nb, y_stride = qt_row_size(act, n);
             const size_t w_gap = w_stride + tr->type_size * (size_t)rng_below(3);
-            uint8_t *w = xmalloc(w_gap * (ROWS - 1) + w_stride), *y = xmalloc(y_stride * MAXC);
-            uint8_t *aux = xmalloc(k->aux_bytes(n, MAXC) + 1);
+            uint8_t *w = test_xmalloc(w_gap * (ROWS - 1) + w_stride), *y = test_xmalloc(y_stride * MAXC);
+            uint8_t *aux = test_xmalloc(k->aux_bytes(n, MAXC) + 1);
             for (int r = 0; r < ROWS; r++) fill_weights(type, w + r * w_gap, nb, sc);
             for (int c = 0; c < MAXC; c++) fill_acts(act, y + c * y_stride, nb, sc);
             /* the reference: gemv per column, gemm per group of 4 */
@@ -275,7 +246,7 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                     check_wide_streamed(k, 0, n, MAXC, w, w_gap, y, y_stride, aux, gemm,
                                         gemm ? &want_g[0][0] : &want_v[0][0], ROWS);
             if (k->run_x16) { /* the same outputs from the interleaved layout */
-                uint8_t *x16 = xmalloc(w_stride * ROWS), *back = xmalloc(w_gap * (ROWS - 1) + w_stride);
+                uint8_t *x16 = test_xmalloc(w_stride * ROWS), *back = test_xmalloc(w_gap * (ROWS - 1) + w_stride);
                 qt_x16_interleave(type, n, w, w_gap, x16);
                 qt_x16_deinterleave(type, n, x16, back, w_gap);
                 for (int r = 0; r < ROWS; r++)
@@ -298,7 +269,7 @@ static void test_wide_vs_ref(const char *set, const qt_rp_wide *const *table, qt
                         check_wide_streamed(k, 1, n, MAXC, x16, 0, y, y_stride, aux, gemm,
                                             gemm ? &want_g[0][0] : &want_v[0][0], ROWS);
                 if (k->run2_x16) { /* two groups at once: this one and another */
-                    uint8_t *other = xmalloc(w_stride * ROWS), *x16b = xmalloc(w_stride * ROWS);
+                    uint8_t *other = test_xmalloc(w_stride * ROWS), *x16b = test_xmalloc(w_stride * ROWS);
                     for (int r = 0; r < ROWS; r++) fill_weights(type, other + r * w_stride, nb, sc);
                     qt_x16_interleave(type, n, other, w_stride, x16b);
                     for (int ncols = 1; ncols <= MAXC; ncols = ncols < 12 ? ncols + 1 : ncols + 29)
@@ -321,7 +292,7 @@ static void check_tiled_rows(qt_type type, int n, size_t x_stride, int ncols, in
     const qt_tiled_row_fn ref = qt_tiled_row_ref();
     const int nb = n / QT_QK_K, ld = nr + 1;
     const size_t y_stride = qt_row_size(QT_Q8_K, n);
-    uint8_t *w = xmalloc(x_stride * (size_t)nr), *y = xmalloc(y_stride * (size_t)ncols);
+    uint8_t *w = test_xmalloc(x_stride * (size_t)nr), *y = test_xmalloc(y_stride * (size_t)ncols);
     for (int r = 0; r < nr; r++) fill_weights(type, w + r * x_stride, nb, sc);
     for (int c = 0; c < ncols; c++) fill_acts(QT_Q8_K, y + c * y_stride, nb, sc);
     float out[16 * 17], a[16];
@@ -347,7 +318,7 @@ static void test_tiled_vs_ref(const char *set, qt_tiled_row_fn k, qt_tiled_rows8
         for (int iter = 0; iter < 12; iter++) {
             const int nb = 1 + rng_below(5), n = nb * QT_QK_K, ncols = 8 + rng_below(9);
             const size_t y_stride = qt_row_size(QT_Q8_K, n);
-            uint8_t *w = xmalloc(qt_row_size(type, n)), *y = xmalloc(y_stride * ncols);
+            uint8_t *w = test_xmalloc(qt_row_size(type, n)), *y = test_xmalloc(y_stride * ncols);
             fill_weights(type, w, nb, sc);
             for (int c = 0; c < ncols; c++) fill_acts(QT_Q8_K, y + c * y_stride, nb, sc);
             float a[16], b[16];
@@ -386,9 +357,9 @@ static int load_fixture(const char *path, fixture *f) {
     if (ok) {
         f->type = (qt_type)h[1], f->rows = h[2], f->n = h[3], f->ncols = h[4];
         const size_t wb = qt_row_size(f->type, f->n) * f->rows;
-        f->w = xmalloc(wb);
-        f->x = xmalloc(sizeof(float) * f->n * f->ncols);
-        f->out = xmalloc(sizeof(float) * f->rows * f->ncols);
+        f->w = test_xmalloc(wb);
+        f->x = test_xmalloc(sizeof(float) * f->n * f->ncols);
+        f->out = test_xmalloc(sizeof(float) * f->rows * f->ncols);
         ok = fread(f->w, wb, 1, fp) == 1 && fread(f->x, sizeof(float) * f->n * f->ncols, 1, fp) == 1 &&
              fread(f->out, sizeof(float) * f->rows * f->ncols, 1, fp) == 1;
     }
@@ -439,11 +410,11 @@ static void test_fixture(const char *stem) {
     const bool routed = f.repacked == qt_repack_applies(f.type, f.rows);
     const qt_traits *tr = qt_get(f.type), *at = qt_get(tr->vec_dot_type);
     gl_tensor t = {.type = f.type, .ne = {f.n, f.rows, 1, 1}, .row_bytes = qt_row_size(f.type, f.n), .data = f.w};
-    float *out = xmalloc(sizeof(float) * f.rows * f.ncols);
-    void *scratch = xmalloc(gl_matmul_scratch(&t, f.ncols));
+    float *out = test_xmalloc(sizeof(float) * f.rows * f.ncols);
+    void *scratch = test_xmalloc(gl_matmul_scratch(&t, f.ncols));
     CHECK(gl_matmul(&t, f.x, out, f.ncols, scratch) == 0, "gl_matmul failed");
     const size_t act_row = qt_row_size(tr->vec_dot_type, f.n);
-    uint8_t *xq = xmalloc(act_row * f.ncols);
+    uint8_t *xq = test_xmalloc(act_row * f.ncols);
     for (int c = 0; c < f.ncols; c++) at->quantize_act(f.x + (size_t)c * f.n, xq + c * act_row, f.n);
     for (int c = 0; c < f.ncols; c++)
         for (int r = 0; r < f.rows; r++) {
@@ -469,9 +440,9 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
     const qt_traits *tr = qt_get(type), *at = qt_get(tr->vec_dot_type);
     const int n = tr->block_size == QT_QK_K ? 2 * QT_QK_K : 4 * 32;
     const size_t row_bytes = qt_row_size(type, n), act_row = qt_row_size(tr->vec_dot_type, n);
-    float *wf = xmalloc(sizeof(float) * n * rows);
+    float *wf = test_xmalloc(sizeof(float) * n * rows);
     for (int i = 0; i < n * rows; i++) wf[i] = (float)rng_normal();
-    uint8_t *w = xmalloc(row_bytes * rows);
+    uint8_t *w = test_xmalloc(row_bytes * rows);
     tr->from_float(wf, w, (int64_t)n * rows);
     gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
     /* every count up to 12, then a few across the wide kernels' passes */
@@ -483,11 +454,11 @@ static void test_matmul_routing(qt_type type, int rows, int max_tok) {
                         : qt_repack_applies(type, rows) ? ORDER_REPACK
                         : qt_tiled_applies(type, rows, ntok) ? ORDER_TILED
                         : qt_tinyblas_dot(type, rows, ntok) ? ORDER_TINYBLAS : ORDER_VEC_DOT;
-        float *x = xmalloc(sizeof(float) * n * ntok), *out = xmalloc(sizeof(float) * rows * ntok);
+        float *x = test_xmalloc(sizeof(float) * n * ntok), *out = test_xmalloc(sizeof(float) * rows * ntok);
         for (int i = 0; i < n * ntok; i++) x[i] = (float)(rng_normal() * 2.0);
-        void *scratch = xmalloc(gl_matmul_scratch(&t, ntok));
+        void *scratch = test_xmalloc(gl_matmul_scratch(&t, ntok));
         CHECK(gl_matmul(&t, x, out, ntok, scratch) == 0, "gl_matmul failed");
-        uint8_t *xq = xmalloc(act_row * ntok);
+        uint8_t *xq = test_xmalloc(act_row * ntok);
         for (int k = 0; k < ntok; k++) at->quantize_act(x + (size_t)k * n, xq + k * act_row, n);
         const int n_gemm = ntok - ntok % QT_RP_COLS;
         for (int k = 0; k < ntok; k++)
@@ -527,7 +498,7 @@ static void check_rows(const gl_tensor *w, const float *x, const float *want, in
     gl_act act;
     if (!gl_matmul_plain(w, ntok, false, &act)) return;
     const int n = (int)w->ne[0];
-    uint8_t *xq = xmalloc(act.row_bytes * ntok);
+    uint8_t *xq = test_xmalloc(act.row_bytes * ntok);
     for (int k = 0; k < ntok; k++) act.quantize(x + (size_t)k * n, xq + k * act.row_bytes, n);
     const gl_tensor *const tw[] = {w};
     float *const ty[] = {out};
@@ -546,16 +517,16 @@ static void test_rows_wide(qt_type type, int rows, int n, int max_tok) {
     TEST_BEGIN(name);
     const qt_traits *tr = qt_get(type);
     const size_t row_bytes = qt_row_size(type, n);
-    float *wf = xmalloc(sizeof(float) * n * rows);
+    float *wf = test_xmalloc(sizeof(float) * n * rows);
     for (int i = 0; i < n * rows; i++) wf[i] = (float)rng_normal();
-    uint8_t *w = xmalloc(row_bytes * rows);
+    uint8_t *w = test_xmalloc(row_bytes * rows);
     tr->from_float(wf, w, (int64_t)n * rows);
     const gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
     for (int ntok = 1; ntok <= max_tok; ntok++) {
-        float *x = xmalloc(sizeof(float) * n * ntok), *want = xmalloc(sizeof(float) * rows * ntok),
-              *got = xmalloc(sizeof(float) * rows * ntok);
+        float *x = test_xmalloc(sizeof(float) * n * ntok), *want = test_xmalloc(sizeof(float) * rows * ntok),
+              *got = test_xmalloc(sizeof(float) * rows * ntok);
         for (int i = 0; i < n * ntok; i++) x[i] = (float)(rng_normal() * 2.0);
-        void *scratch = xmalloc(gl_matmul_scratch(&t, ntok));
+        void *scratch = test_xmalloc(gl_matmul_scratch(&t, ntok));
         CHECK(gl_matmul(&t, x, want, ntok, scratch) == 0, "gl_matmul");
         check_rows(&t, x, want, ntok, got);
         free(x), free(want), free(got), free(scratch);
@@ -574,9 +545,9 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
     snprintf(name, sizeof name, "x16_matmul_%s_rows%d_n%d", qt_get(type)->name, rows, n);
     const qt_traits *tr = qt_get(type);
     const size_t row_bytes = qt_row_size(type, n), bytes = row_bytes * rows;
-    float *wf = xmalloc(sizeof(float) * n * rows);
+    float *wf = test_xmalloc(sizeof(float) * n * rows);
     for (int i = 0; i < n * rows; i++) wf[i] = (float)rng_normal();
-    uint8_t *w = xmalloc(bytes), *copy = xmalloc(bytes), *inplace = xmalloc(bytes);
+    uint8_t *w = test_xmalloc(bytes), *copy = test_xmalloc(bytes), *inplace = test_xmalloc(bytes);
     tr->from_float(wf, w, (int64_t)n * rows);
     memcpy(inplace, w, bytes);
     const gl_tensor t = {.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = w};
@@ -592,20 +563,20 @@ static void test_x16_matmul(qt_type type, int rows, int n, int max_tok) {
     CHECK(gl_x16_relayout(&ti, inplace) == 0 && ti.layout == GL_LAYOUT_X16, "in-place relayout");
     CHECK(!memcmp(copy, inplace, bytes), "in place and copied layouts differ");
     CHECK(!gl_x16_wanted(&tc), "an x16 tensor is not interleaved twice");
-    float *row_a = xmalloc(sizeof(float) * n), *row_b = xmalloc(sizeof(float) * n);
+    float *row_a = test_xmalloc(sizeof(float) * n), *row_b = test_xmalloc(sizeof(float) * n);
     for (int r = 0; r < rows; r++) {
         CHECK(gl_get_row(&t, r, row_a) == 0 && gl_get_row(&tc, r, row_b) == 0, "gl_get_row");
         CHECK(!memcmp(row_a, row_b, sizeof(float) * n), "row %d reads back differently", r);
     }
     for (int ntok = 1; ntok <= max_tok; ntok++) {
-        float *x = xmalloc(sizeof(float) * n * ntok), *want = xmalloc(sizeof(float) * rows * ntok),
-              *got = xmalloc(sizeof(float) * rows * ntok), *fused = xmalloc(sizeof(float) * rows * ntok);
+        float *x = test_xmalloc(sizeof(float) * n * ntok), *want = test_xmalloc(sizeof(float) * rows * ntok),
+              *got = test_xmalloc(sizeof(float) * rows * ntok), *fused = test_xmalloc(sizeof(float) * rows * ntok);
         for (int i = 0; i < n * ntok; i++) x[i] = (float)(rng_normal() * 2.0);
-        void *scratch = xmalloc(gl_matmul_scratch(&t, ntok));
+        void *scratch = test_xmalloc(gl_matmul_scratch(&t, ntok));
         CHECK(gl_matmul(&t, x, want, ntok, scratch) == 0 && gl_matmul(&tc, x, got, ntok, scratch) == 0, "gl_matmul");
         CHECK(!memcmp(want, got, sizeof(float) * rows * ntok), "ntok %d: x16 outputs differ", ntok);
         CHECK(gl_matmul_each(&tc, x, got, ntok, scratch) == 0, "gl_matmul_each");
-        float *each = xmalloc(sizeof(float) * rows * ntok);
+        float *each = test_xmalloc(sizeof(float) * rows * ntok);
         CHECK(gl_matmul_each(&t, x, each, ntok, scratch) == 0, "gl_matmul_each");
         CHECK(!memcmp(each, got, sizeof(float) * rows * ntok), "ntok %d: x16 outputs differ (each)", ntok);
         for (int lay = 0; lay < 2; lay++)
@@ -626,28 +597,28 @@ static void test_glu(qt_type type, int rows, int n, bool fused) {
     TEST_BEGIN(name);
     const qt_traits *tr = qt_get(type);
     const size_t row_bytes = qt_row_size(type, n), bytes = row_bytes * rows;
-    float *wf = xmalloc(sizeof(float) * n * rows);
+    float *wf = test_xmalloc(sizeof(float) * n * rows);
     uint8_t *wd[2][2];
     gl_tensor t[2][2]; /* [layout][gate, up] */
     for (int i = 0; i < 2; i++) {
         for (int e = 0; e < n * rows; e++) wf[e] = (float)rng_normal();
-        wd[0][i] = xmalloc(bytes), wd[1][i] = xmalloc(bytes);
+        wd[0][i] = test_xmalloc(bytes), wd[1][i] = test_xmalloc(bytes);
         tr->from_float(wf, wd[0][i], (int64_t)n * rows);
         t[0][i] = (gl_tensor){.type = type, .ne = {n, rows, 1, 1}, .row_bytes = row_bytes, .data = wd[0][i]};
         t[1][i] = t[0][i];
     }
     const int layouts = gl_x16_wanted(&t[1][0]) ? 2 : 1;
     for (int i = 0; i < 2 && layouts == 2; i++) CHECK(gl_x16_relayout(&t[1][i], wd[1][i]) == 0, "relayout");
-    uint16_t *tab = xmalloc(sizeof(uint16_t) * GL_GELU_ENTRIES);
+    uint16_t *tab = test_xmalloc(sizeof(uint16_t) * GL_GELU_ENTRIES);
     gl_gelu_table(tab);
     static const int ntoks[] = {2, 5, 8, 37, 300};
     for (size_t k = 0; k < sizeof ntoks / sizeof ntoks[0]; k++) {
         const int ntok = ntoks[k];
         const size_t out = (size_t)rows * ntok;
-        float *x = xmalloc(sizeof(float) * n * ntok), *g = xmalloc(sizeof(float) * out),
-              *u = xmalloc(sizeof(float) * out), *g2 = xmalloc(sizeof(float) * out), *u2 = xmalloc(sizeof(float) * out);
+        float *x = test_xmalloc(sizeof(float) * n * ntok), *g = test_xmalloc(sizeof(float) * out),
+              *u = test_xmalloc(sizeof(float) * out), *g2 = test_xmalloc(sizeof(float) * out), *u2 = test_xmalloc(sizeof(float) * out);
         for (int e = 0; e < n * ntok; e++) x[e] = (float)(rng_normal() * 2.0);
-        void *scratch = xmalloc(gl_matmul_scratch(&t[0][0], ntok));
+        void *scratch = test_xmalloc(gl_matmul_scratch(&t[0][0], ntok));
         for (int lay = 0; lay < layouts; lay++)
             for (int gelu = 0; gelu < 2; gelu++) {
                 const gl_tensor *const w[2] = {&t[lay][0], &t[lay][1]};
@@ -691,8 +662,8 @@ static void test_x16_dot(const char *name, qt_type type, qt_x16_dot_fn kernel) {
     for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++) {
         const int n = nbs[i] * (type == QT_Q2_K || type == QT_Q3_K ? QT_QK_K : 32), nc = ncs[i];
         const size_t row = qt_row_size(type, n), yrow = qt_row_size(yt, n);
-        uint8_t *w = xmalloc(row * QT_X16_ROWS), *g = xmalloc(row * QT_X16_ROWS), *back = xmalloc(row);
-        uint8_t *y = xmalloc(yrow * nc);
+        uint8_t *w = test_xmalloc(row * QT_X16_ROWS), *g = test_xmalloc(row * QT_X16_ROWS), *back = test_xmalloc(row);
+        uint8_t *y = test_xmalloc(yrow * nc);
         for (size_t j = 0; j < row * QT_X16_ROWS; j++) w[j] = (uint8_t)rng_next();
         for (int r = 0; r < QT_X16_ROWS; r++) /* finite scales and mins of either sign */
             for (int b = 0; b < nbs[i]; b++) {
@@ -737,7 +708,7 @@ static void test_x16_dot(const char *name, qt_type type, qt_x16_dot_fn kernel) {
                     }
                 }
             }
-        float *f = xmalloc(sizeof(float) * n);
+        float *f = test_xmalloc(sizeof(float) * n);
         for (int c = 0; c < nc; c++) {
             for (int j = 0; j < n; j++) f[j] = (float)rng_normal();
             f[rng_below(n)] = -50.0f; /* that block's amax: its quant is -127 */

@@ -17,6 +17,7 @@
 
 #include "src/template.h"
 #include "tests/test.h"
+#include "tests/test_rng.h"
 
 #define TDIR "tests/data/templates"
 
@@ -684,16 +685,6 @@ static void test_limits(void)
     TEST_END();
 }
 
-/* xorshift64*, so garbage is the same on every run */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
-
 static int try_render(const char *src, size_t n, const char *json)
 {
     qlm_tmpl_limits lim = {.max_output = 1 << 16, .max_memory = 8 << 20, .max_steps = 20000};
@@ -725,9 +716,9 @@ static void test_garbage(void)
     int bad = 0, rendered = 0;
     char buf[512];
     for (int iter = 0; iter < 20000; iter++) {
-        size_t len = 0, parts = 1 + rnd() % 24;
+        size_t len = 0, parts = 1 + rng_next() % 24;
         for (size_t p = 0; p < parts; p++) {
-            const char *f = frags[rnd() % nf];
+            const char *f = frags[rng_next() % nf];
             size_t fl = strlen(f);
             if (len + fl >= sizeof buf)
                 break;
@@ -768,10 +759,10 @@ static void test_garbage(void)
         for (int iter = 0; m && iter < 300; iter++) {
             memcpy(m, src, n);
             size_t mn = n;
-            for (int e = 0, edits = 1 + (int)(rnd() % 4); e < edits && mn > 2; e++) {
-                size_t at = rnd() % mn;
-                switch (rnd() % 3) {
-                case 0: m[at] = (char)(rnd() & 0xff); break;
+            for (int e = 0, edits = 1 + (int)(rng_next() % 4); e < edits && mn > 2; e++) {
+                size_t at = rng_next() % mn;
+                switch (rng_next() % 3) {
+                case 0: m[at] = (char)(rng_next() & 0xff); break;
                 case 1: memmove(m + at, m + at + 1, mn - at - 1); mn--; break;
                 default:
                     if (mn + 8 < n * 2) {

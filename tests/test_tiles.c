@@ -51,19 +51,8 @@
 #include "quant/tiles.h"
 #include "quant/types.h"
 #include "tests/test.h"
-
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-
-static uint64_t rng_next(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static int rng_below(int n) { return (int)(rng_next() % (uint64_t)n); }
-
-static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+#define TEST_RNG_SEED 0x2545f4914f6cdd1dull
+#include "tests/test_rng.h"
 
 enum { SC_RANDOM, SC_ZERO, SC_MAX_SCALE, SC_SUBNORMAL, SC_EXTREMES, SC_COUNT };
 static const char *sc_names[SC_COUNT] = {"random", "all-zero", "max-scale", "subnormal-scale", "extremes"};
