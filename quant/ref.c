@@ -40,23 +40,6 @@ static inline int8_t round_i8(float v) {
     return (int8_t)r;
 }
 
-/* The signed value of the largest magnitude in a block; the first of equal
- * magnitudes wins, so -5 before +5 gives -5.  The signed value matters: the
- * _0 formats map it to the end of the range with exact representation.
- * Starting from +0 as ggml does, a block of zeros gives d = 0 / -8 = -0
- * (f16 0x8000) whatever the zeros' signs; gguf-py takes the first zero
- * itself and gets +0 when that one is -0. */
-static float signed_absmax(const float *x, int n) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < n; j++) {
-        if (amax < fabsf(x[j])) {
-            amax = fabsf(x[j]);
-            max = x[j];
-        }
-    }
-    return max;
-}
-
 /* Starts from +-FLT_MAX and keeps the first of equal values, as ggml does:
  * in a block of zeros m takes the sign of the first zero.  (gguf-py's
  * numpy min() picks a zero of either sign, so its m bytes can differ.) */
@@ -154,7 +137,7 @@ void qt_from_float_q4_0(const float *src, void *dst, int64_t n) {
     qt_block_q4_0 *y = dst;
     for (int64_t i = 0; i < n / QT_QK4_0; i++) {
         const float *x = src + i * QT_QK4_0;
-        const float d = signed_absmax(x, QT_QK4_0) / -8;
+        const float d = qt_signed_absmax(x, QT_QK4_0) / -8;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = qt_f32_to_f16(d);
         for (int j = 0; j < QT_QK4_0 / 2; j++) {
@@ -222,7 +205,7 @@ void qt_from_float_q5_0(const float *src, void *dst, int64_t n) {
     qt_block_q5_0 *y = dst;
     for (int64_t i = 0; i < n / QT_QK5_0; i++) {
         const float *x = src + i * QT_QK5_0;
-        const float d = signed_absmax(x, QT_QK5_0) / -16;
+        const float d = qt_signed_absmax(x, QT_QK5_0) / -16;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = qt_f32_to_f16(d);
         uint32_t qh = 0;

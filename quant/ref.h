@@ -6,9 +6,29 @@
 #ifndef QLM_QT_REF_H
 #define QLM_QT_REF_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "types.h"
+
+/* The signed value of the largest magnitude in a block, as ggml's
+ * quantizers find it; the first of equal magnitudes wins, so -5 before +5
+ * gives -5.  The signed value matters: the _0 formats map it to the end of
+ * the range with exact representation.  Starting from +0 as ggml does, a
+ * block of zeros gives d = 0 / -8 = -0 (f16 0x8000) whatever the zeros'
+ * signs; gguf-py takes the first zero itself and gets +0 when that one is
+ * -0.  Its magnitude is the block's largest (0 for zeros; NaNs never win). */
+static inline float qt_signed_absmax(const float *x, int n)
+{
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < n; j++) {
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
 
 void qt_to_float_f32(const void *src, float *dst, int64_t n);
 void qt_to_float_f16(const void *src, float *dst, int64_t n);

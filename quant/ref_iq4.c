@@ -117,16 +117,9 @@ void qt_from_float_iq4_nl(const float *src, void *dst, int64_t n)
     qt_block_iq4_nl *y = dst;
     for (int64_t i = 0; i < n / QT_QK4_NL; i++) {
         const float *x = src + i * QT_QK4_NL;
-        float amax = 0, max = 0;
-        for (int j = 0; j < QT_QK4_NL; j++) {
-            const float ax = fabsf(x[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = x[j];
-            }
-        }
+        const float max = qt_signed_absmax(x, QT_QK4_NL);
         float d = 0;
-        if (amax >= 1e-15f) {
+        if (fabsf(max) >= 1e-15f) {
             float sumqx, sumq2;
             iq4_sums(x, 1 / (-max / qt_iq4nl_values[0]), &sumqx, &sumq2, NULL);
             d = sumq2 > 0 ? sumqx / sumq2 : 0.f;

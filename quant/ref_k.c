@@ -144,15 +144,8 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
 /* Symmetric fit x ~ scale * (L - nmax), L in 0..2*nmax-1, weights x^2,
  * refined by moving one quant at a time (ggml's make_q3_quants, do_rmse). */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
+    const float max = qt_signed_absmax(x, n);
+    if (fabsf(max) < GROUP_MAX_EPS) {
         for (int i = 0; i < n; i++)
             L[i] = 0;
         return 0.f;
@@ -197,15 +190,8 @@ static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
 /* Symmetric fit with weights x^2 over 19 trial scales around nmax / max
  * (ggml's make_qx_quants with rmse_type 1 and no importance weights). */
 static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
+    const float max = qt_signed_absmax(x, n);
+    if (fabsf(max) < GROUP_MAX_EPS) {
         for (int i = 0; i < n; i++)
             L[i] = 0;
         return 0.f;
@@ -324,15 +310,8 @@ void qt_from_float_q3_K(const float *src, void *dst, int64_t n) {
         const float *x = src + i * QK;
         int8_t L[QK];
         float scales[QK / 16];
-        float max_scale = 0, amax = 0;
-        for (int j = 0; j < QK / 16; j++) {
-            scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
-            const float scale = fabsf(scales[j]);
-            if (scale > amax) {
-                amax = scale;
-                max_scale = scales[j];
-            }
-        }
+        for (int j = 0; j < QK / 16; j++) scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+        const float max_scale = qt_signed_absmax(scales, QK / 16);
         memset(y[i].scales, 0, sizeof y[i].scales);
         if (max_scale) {
             const float iscale = -32.f / max_scale;
@@ -600,15 +579,8 @@ void qt_from_float_q8_K(const float *src, void *dst, int64_t n) {
     qt_block_q8_K *y = dst;
     for (int64_t i = 0; i < n / QK; i++) {
         const float *x = src + i * QK;
-        float max = 0, amax = 0;
-        for (int j = 0; j < QK; j++) {
-            const float ax = fabsf(x[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = x[j];
-            }
-        }
-        if (!amax) {
+        const float max = qt_signed_absmax(x, QK);
+        if (max == 0) {
             memset(&y[i], 0, sizeof y[i]);
             continue;
         }
