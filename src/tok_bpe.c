@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap.h"
 #include "tok_internal.h"
 #include "unicode.h"
 
@@ -593,55 +594,13 @@ typedef struct bpe_work {
     size_t word_cap;
     symbol *sym;
     size_t sym_cap;
-    bigram *heap;
-    size_t heap_n, heap_cap;
+    qlm_heap heap; /* of bigram */
 } bpe_work;
 
-static bool bigram_before(const bigram *a, const bigram *b)
+static bool bigram_before(const void *pa, const void *pb)
 {
+    const bigram *a = pa, *b = pb;
     return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static int heap_push(bpe_work *w, bigram b)
-{
-    if (w->heap_n == w->heap_cap) {
-        size_t cap = w->heap_cap ? w->heap_cap * 2 : 64;
-        bigram *nh = realloc(w->heap, cap * sizeof *nh);
-        if (!nh)
-            return -1;
-        w->heap = nh;
-        w->heap_cap = cap;
-    }
-    size_t i = w->heap_n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!bigram_before(&b, &w->heap[parent]))
-            break;
-        w->heap[i] = w->heap[parent];
-        i = parent;
-    }
-    w->heap[i] = b;
-    return 0;
-}
-
-static bigram heap_pop(bpe_work *w)
-{
-    bigram top = w->heap[0], last = w->heap[--w->heap_n];
-    size_t i = 0, n = w->heap_n;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && bigram_before(&w->heap[c + 1], &w->heap[c]))
-            c++;
-        if (!bigram_before(&w->heap[c], &last))
-            break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (n)
-        w->heap[i] = last;
-    return top;
 }
 
 static int try_pair(const qlm_vocab *v, bpe_work *w, int l, int r)
@@ -655,7 +614,7 @@ static int try_pair(const qlm_vocab *v, bpe_work *w, int l, int r)
     if (rank < 0)
         return 0;
     bigram bg = {rank, l, r, a->n, b->n};
-    return heap_push(w, bg);
+    return qlm_heap_push(&w->heap, &bg);
 }
 
 static int emit_symbol(const qlm_vocab *v, const char *s, size_t n, qlm_ids *out)
@@ -698,12 +657,13 @@ static int bpe_word(const qlm_vocab *v, bpe_work *w, size_t wlen, qlm_ids *out)
         nsym++;
         off += n;
     }
-    w->heap_n = 0;
+    w->heap.n = 0;
     for (int i = 1; i < nsym; i++)
         if (try_pair(v, w, i - 1, i))
             return -1;
-    while (w->heap_n) {
-        bigram bg = heap_pop(w);
+    while (w->heap.n) {
+        bigram bg;
+        qlm_heap_pop(&w->heap, &bg);
         symbol *l = &w->sym[bg.left], *r = &w->sym[bg.right];
         if (l->n == 0 || r->n == 0 || l->n != bg.ln || r->n != bg.rn)
             continue;
@@ -749,7 +709,7 @@ int qlm_bpe_tokenize(const qlm_vocab *v, const char *text, size_t len, qlm_ids *
 {
     uint32_t *cps = NULL;
     size_t ncp = 0, *wl = NULL, nw = 0;
-    bpe_work w = {0};
+    bpe_work w = {.heap = qlm_heap_new(sizeof(bigram), bigram_before)};
     int rc = -1;
 
     if (qlm_utf8_to_cps(text, len, &cps, &ncp) || qlm_pre_split(v->pre, cps, ncp, &wl, &nw))
@@ -767,6 +727,6 @@ done:
     free(wl);
     free(w.word);
     free(w.sym);
-    free(w.heap);
+    qlm_heap_free(&w.heap);
     return rc;
 }

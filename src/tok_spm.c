@@ -9,6 +9,7 @@
  * whole fragment is one sequence. */
 #include <stdlib.h>
 
+#include "heap.h"
 #include "tok_internal.h"
 #include "unicode.h"
 
@@ -27,52 +28,13 @@ typedef struct spm_work {
     const qlm_vocab *v;
     const char *text;
     sym *s;
-    pair *heap;
-    size_t heap_n, heap_cap;
+    qlm_heap heap; /* of pair */
 } spm_work;
 
-static int before(const pair *a, const pair *b)
+static bool before(const void *pa, const void *pb)
 {
+    const pair *a = pa, *b = pb;
     return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static int heap_push(spm_work *w, pair p)
-{
-    if (w->heap_n == w->heap_cap) {
-        size_t cap = w->heap_cap ? w->heap_cap * 2 : 64;
-        pair *nh = realloc(w->heap, cap * sizeof *nh);
-        if (!nh)
-            return -1;
-        w->heap = nh;
-        w->heap_cap = cap;
-    }
-    size_t i = w->heap_n++;
-    while (i > 0 && before(&p, &w->heap[(i - 1) / 2])) {
-        w->heap[i] = w->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    w->heap[i] = p;
-    return 0;
-}
-
-static pair heap_pop(spm_work *w)
-{
-    pair top = w->heap[0], last = w->heap[--w->heap_n];
-    size_t i = 0, n = w->heap_n;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && before(&w->heap[c + 1], &w->heap[c]))
-            c++;
-        if (!before(&w->heap[c], &last))
-            break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (n)
-        w->heap[i] = last;
-    return top;
 }
 
 /* Queues (left, right) if their joined text is a token.  Neighbouring
@@ -86,7 +48,7 @@ static int try_pair(spm_work *w, int left, int right)
     if (id < 0)
         return 0;
     pair p = {w->v->score[id], left, right, size};
-    return heap_push(w, p);
+    return qlm_heap_push(&w->heap, &p);
 }
 
 static int emit(spm_work *w, const sym *s, qlm_ids *out)
@@ -111,7 +73,7 @@ int qlm_spm_tokenize(const qlm_vocab *v, const char *text, size_t len, qlm_ids *
 {
     if (len == 0)
         return 0;
-    spm_work w = {.v = v, .text = text};
+    spm_work w = {.v = v, .text = text, .heap = qlm_heap_new(sizeof(pair), before)};
     int rc = -1;
     w.s = malloc(len * sizeof *w.s);
     if (!w.s)
@@ -128,8 +90,9 @@ int qlm_spm_tokenize(const qlm_vocab *v, const char *text, size_t len, qlm_ids *
     for (int i = 1; i < n; i++)
         if (try_pair(&w, i - 1, i))
             goto done;
-    while (w.heap_n) {
-        pair p = heap_pop(&w);
+    while (w.heap.n) {
+        pair p;
+        qlm_heap_pop(&w.heap, &p);
         sym *l = &w.s[p.left], *r = &w.s[p.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != p.size)
             continue; /* one side changed since it was queued */
@@ -147,6 +110,6 @@ int qlm_spm_tokenize(const qlm_vocab *v, const char *text, size_t len, qlm_ids *
     rc = 0;
 done:
     free(w.s);
-    free(w.heap);
+    qlm_heap_free(&w.heap);
     return rc;
 }
