@@ -614,7 +614,7 @@ static int try_pair(const qlm_vocab *v, bpe_work *w, int l, int r)
     if (rank < 0)
         return 0;
     bigram bg = {rank, l, r, a->n, b->n};
-    return qlm_heap_push(&w->heap, &bg);
+    return qlm_heap_push(&w->heap, &bg, sizeof bg, bigram_before);
 }
 
 static int emit_symbol(const qlm_vocab *v, const char *s, size_t n, qlm_ids *out)
@@ -663,7 +663,7 @@ static int bpe_word(const qlm_vocab *v, bpe_work *w, size_t wlen, qlm_ids *out)
             return -1;
     while (w->heap.n) {
         bigram bg;
-        qlm_heap_pop(&w->heap, &bg);
+        qlm_heap_pop(&w->heap, &bg, sizeof bg, bigram_before);
         symbol *l = &w->sym[bg.left], *r = &w->sym[bg.right];
         if (l->n == 0 || r->n == 0 || l->n != bg.ln || r->n != bg.rn)
             continue;
@@ -709,7 +709,7 @@ int qlm_bpe_tokenize(const qlm_vocab *v, const char *text, size_t len, qlm_ids *
 {
     uint32_t *cps = NULL;
     size_t ncp = 0, *wl = NULL, nw = 0;
-    bpe_work w = {.heap = qlm_heap_new(sizeof(bigram), bigram_before)};
+    bpe_work w = {0};
     int rc = -1;
 
     if (qlm_utf8_to_cps(text, len, &cps, &ncp) || qlm_pre_split(v->pre, cps, ncp, &wl, &nw))

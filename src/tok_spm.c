@@ -48,7 +48,7 @@ static int try_pair(spm_work *w, int left, int right)
     if (id < 0)
         return 0;
     pair p = {w->v->score[id], left, right, size};
-    return qlm_heap_push(&w->heap, &p);
+    return qlm_heap_push(&w->heap, &p, sizeof p, before);
 }
 
 static int emit(spm_work *w, const sym *s, qlm_ids *out)
@@ -73,7 +73,7 @@ int qlm_spm_tokenize(const qlm_vocab *v, const char *text, size_t len, qlm_ids *
 {
     if (len == 0)
         return 0;
-    spm_work w = {.v = v, .text = text, .heap = qlm_heap_new(sizeof(pair), before)};
+    spm_work w = {.v = v, .text = text};
     int rc = -1;
     w.s = malloc(len * sizeof *w.s);
     if (!w.s)
@@ -92,7 +92,7 @@ int qlm_spm_tokenize(const qlm_vocab *v, const char *text, size_t len, qlm_ids *
             goto done;
     while (w.heap.n) {
         pair p;
-        qlm_heap_pop(&w.heap, &p);
+        qlm_heap_pop(&w.heap, &p, sizeof p, before);
         sym *l = &w.s[p.left], *r = &w.s[p.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != p.size)
             continue; /* one side changed since it was queued */

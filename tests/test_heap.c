@@ -25,7 +25,7 @@ static bool item_before(const void *pa, const void *pb)
 static void check_order(const char *name, int n, int keys, int pop_every)
 {
     TEST_BEGIN(name);
-    qlm_heap h = qlm_heap_new(sizeof(item), item_before);
+    qlm_heap h = {0};
     item *live = test_xmalloc((size_t)n * sizeof *live); /* what the heap should hold */
     int n_live = 0, popped = 0;
     unsigned char *seen = test_xmalloc((size_t)n);
@@ -34,7 +34,7 @@ static void check_order(const char *name, int n, int keys, int pop_every)
         const bool push = i < n && (pop_every == 0 || (i + 1) % (pop_every + 1) != 0 || n_live == 0);
         if (push) {
             item it = {rng_below(keys), rng_below(1 << 20), (uint32_t)i};
-            CHECK(qlm_heap_push(&h, &it) == 0, "push %d failed", i);
+            CHECK(qlm_heap_push(&h, &it, sizeof it, item_before) == 0, "push %d failed", i);
             live[n_live++] = it;
             i++;
             continue;
@@ -45,7 +45,7 @@ static void check_order(const char *name, int n, int keys, int pop_every)
         for (int k = 1; k < n_live; k++)
             if (item_before(&live[k], &live[best])) best = k;
         item got;
-        qlm_heap_pop(&h, &got);
+        qlm_heap_pop(&h, &got, sizeof got, item_before);
         CHECK(got.key == live[best].key && got.left == live[best].left,
               "pop %d: (%d, %d), expected (%d, %d)", popped, got.key, got.left, live[best].key, live[best].left);
         CHECK(got.tag < (uint32_t)n && !seen[got.tag], "pop %d: item %u twice or unknown", popped, got.tag);
