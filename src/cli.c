@@ -147,11 +147,27 @@ static int sampler_flag(const char *a, const char *v, qlm_sampler_params *sp)
     return 1;
 }
 
+/* -ngl/--gpu-layers/--n-gpu-layers N|auto|all, llama.cpp's offload flag,
+ * taken so that a command line written for llama.cpp runs unchanged.  This
+ * qlm has no GPU backend, so every layer stays on the CPU, and a flag that
+ * asks for any layer elsewhere gets one warning line, as a llama.cpp built
+ * without a GPU backend gives. */
+static int gpu_layers_flag(const char *a, const char *v)
+{
+    if (strcmp(a, "-ngl") && strcmp(a, "--gpu-layers") && strcmp(a, "--n-gpu-layers")) return 0;
+    long l = 1;
+    if (strcmp(v, "auto") && strcmp(v, "all") && !qlm_cli_int(a, v, -1, 1 << 20, &l)) return -1;
+    if (l != 0) fprintf(stderr, "qlm: warning: %s %s: this qlm has no GPU offload; every layer runs on the CPU\n", a, v);
+    return 1;
+}
+
 int qlm_cli_gen_flag(const char *a, const char *v, qlm_sampler_params *sp, int *n_predict, int *n_ctx,
                      int *n_threads, int *n_batch)
 {
     const int sf = sampler_flag(a, v, sp);
-    return sf ? sf : size_flag(a, v, n_predict, n_ctx, n_threads, n_batch);
+    if (sf) return sf;
+    const int gf = gpu_layers_flag(a, v);
+    return gf ? gf : size_flag(a, v, n_predict, n_ctx, n_threads, n_batch);
 }
 
 int qlm_cli_gen_switch(const char *a, qlm_sampler_params *sp)

@@ -31,7 +31,9 @@ int qlm_cli_load_flag(const char *a, int *mode);
 #define QLM_CLI_LOAD_HELP \
     "      --mmap | --no-mmap | --mlock\n" \
     "                          map the model (default) | read it into memory (fast cold\n" \
-    "                          load) | map and lock it in RAM (never swapped out)\n"
+    "                          load) | map and lock it in RAM (never swapped out)\n" \
+    "  -ngl, --gpu-layers N    taken as llama.cpp takes it, but this qlm has no GPU offload:\n" \
+    "                          every layer runs on the CPU (a warning says so unless N is 0)\n"
 
 /* -ctk/--cache-type-k T, -ctv/--cache-type-v T, --kv-type T (both):
  * returns 1 when `flag` is one of them and `value` was stored, 0 when it
@@ -40,9 +42,11 @@ int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_
 
 /* The flags every generating command (run, chat, batch) takes: sampling
  * (-s --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n,
- * into sp) and sizes (-n/--n-predict, -c/--ctx-size, -t/--threads,
- * -b/--batch-size).  1 if flag is one of them and its value v was stored,
- * 0 if it is not, -1 on a bad value (usage error already printed). */
+ * into sp), sizes (-n/--n-predict, -c/--ctx-size, -t/--threads,
+ * -b/--batch-size) and -ngl/--gpu-layers (no GPU offload: a warning unless
+ * 0; its help is in QLM_CLI_LOAD_HELP).  1 if flag is one of them and its
+ * value v was stored, 0 if it is not, -1 on a bad value (usage error
+ * already printed). */
 int qlm_cli_gen_flag(const char *flag, const char *v, qlm_sampler_params *sp, int *n_predict, int *n_ctx,
                      int *n_threads, int *n_batch);
 

@@ -48,6 +48,19 @@ expect_error run_unknown_flag 1
 $QLM run -m "$M" -p hi -n abc >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect_error run_bad_number 1
 
+# llama.cpp's -ngl is taken (scripts pass it), with one warning line when
+# it asks for GPU layers this qlm does not have; the text is the CPU's.
+$QLM run -m "$M" -p "hello" -n 8 --temp 0 -ngl 99 >"$tmp/out" 2>"$tmp/err"; rc=$?
+$QLM run -m "$M" -p "hello" -n 8 --temp 0 >"$tmp/out2" 2>/dev/null
+if [ $rc = 0 ] && cmp -s "$tmp/out" "$tmp/out2" && [ "$(wc -l < "$tmp/err")" = 1 ] \
+    && grep -q '^qlm: warning: -ngl 99: .*no GPU offload' "$tmp/err"; then pass run_ngl_cpu_warning
+else fail run_ngl_cpu_warning "rc=$rc stderr=$(head -c 200 "$tmp/err")"; fi
+$QLM run -m "$M" -p "hello" -n 8 --temp 0 --n-gpu-layers 0 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ ! -s "$tmp/err" ] && cmp -s "$tmp/out" "$tmp/out2"; then pass run_ngl_zero_quiet
+else fail run_ngl_zero_quiet "rc=$rc stderr=$(head -c 200 "$tmp/err")"; fi
+$QLM run -m "$M" -p hi -ngl lots >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect_error run_ngl_bad_value 1
+
 $QLM run -m "$M" -f "$tmp/missing.txt" >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect_error run_missing_prompt_file 2
 
