@@ -7,8 +7,7 @@
  * Each call names the item size and the order, and the functions are
  * always inlined, so every caller gets them compiled for its own item and
  * comparison: through a function pointer, with copies of a run-time size,
- * the SentencePiece tokenizer ran 1.35x slower.  A caller wraps them once
- * for its item type. */
+ * the SentencePiece tokenizer ran 1.35x slower. */
 #ifndef QLM_HEAP_H
 #define QLM_HEAP_H
 

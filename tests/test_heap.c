@@ -20,23 +20,23 @@ static bool item_before(const void *pa, const void *pb)
 }
 
 /* Pushes n random items (keys below `keys`, so ties abound), popping one
- * after every `pop_every` pushes, then drains; checks the popped order
- * against a sort of what was in the heap at each pop. */
+ * after every `pop_every` pushes (0: none), then drains; checks each
+ * popped item against the first, in the order, of those the heap holds. */
 static void check_order(const char *name, int n, int keys, int pop_every)
 {
     TEST_BEGIN(name);
     qlm_heap h = {0};
     item *live = test_xmalloc((size_t)n * sizeof *live); /* what the heap should hold */
-    int n_live = 0, popped = 0;
+    int n_live = 0, popped = 0, since_pop = 0;
     unsigned char *seen = test_xmalloc((size_t)n);
     memset(seen, 0, (size_t)n);
     for (int i = 0; i < n || n_live > 0;) {
-        const bool push = i < n && (pop_every == 0 || (i + 1) % (pop_every + 1) != 0 || n_live == 0);
-        if (push) {
+        if (i < n && (pop_every == 0 || since_pop < pop_every)) {
             item it = {rng_below(keys), rng_below(1 << 20), (uint32_t)i};
             CHECK(qlm_heap_push(&h, &it, sizeof it, item_before) == 0, "push %d failed", i);
             live[n_live++] = it;
             i++;
+            since_pop++;
             continue;
         }
         CHECK(h.n == (size_t)n_live, "%zu items held, %d pushed and not popped", h.n, n_live);
@@ -57,6 +57,7 @@ static void check_order(const char *name, int n, int keys, int pop_every)
                 break;
             }
         popped++;
+        since_pop = 0;
     }
     CHECK(popped == n && h.n == 0, "%d popped of %d, %zu left", popped, n, h.n);
     qlm_heap_free(&h);
