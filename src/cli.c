@@ -147,6 +147,20 @@ static int sampler_flag(const char *a, const char *v, qlm_sampler_params *sp)
     return 1;
 }
 
+int qlm_cli_gpu_layers(const char *flag, const char *v, long *layers)
+{
+    if (!strcmp(v, "auto") || !strcmp(v, "all")) {
+        *layers = -1;
+        return 1;
+    }
+    return qlm_cli_int(flag, v, -1, 1 << 20, layers);
+}
+
+void qlm_cli_no_gpu_warning(const char *flag, const char *v)
+{
+    fprintf(stderr, "qlm: warning: %s %s: this qlm has no GPU offload; every layer runs on the CPU\n", flag, v);
+}
+
 /* -ngl/--gpu-layers/--n-gpu-layers N|auto|all, llama.cpp's offload flag,
  * taken so that a command line written for llama.cpp runs unchanged.  This
  * qlm has no GPU backend, so every layer stays on the CPU, and a flag that
@@ -155,9 +169,9 @@ static int sampler_flag(const char *a, const char *v, qlm_sampler_params *sp)
 static int gpu_layers_flag(const char *a, const char *v)
 {
     if (strcmp(a, "-ngl") && strcmp(a, "--gpu-layers") && strcmp(a, "--n-gpu-layers")) return 0;
-    long l = 1;
-    if (strcmp(v, "auto") && strcmp(v, "all") && !qlm_cli_int(a, v, -1, 1 << 20, &l)) return -1;
-    if (l != 0) fprintf(stderr, "qlm: warning: %s %s: this qlm has no GPU offload; every layer runs on the CPU\n", a, v);
+    long l;
+    if (!qlm_cli_gpu_layers(a, v, &l)) return -1;
+    if (l != 0) qlm_cli_no_gpu_warning(a, v);
     return 1;
 }
 

@@ -40,6 +40,12 @@ int qlm_cli_load_flag(const char *a, int *mode);
  * is none of them, -1 on a bad type (error printed). */
 int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_type *v);
 
+/* One -ngl value: N >= -1, or auto / all (stored as -1); 0 with the usage
+ * error printed when it is neither.  qlm has no GPU offload: callers give
+ * qlm_cli_no_gpu_warning's one line when any value is not 0. */
+int qlm_cli_gpu_layers(const char *flag, const char *v, long *layers);
+void qlm_cli_no_gpu_warning(const char *flag, const char *v);
+
 /* The flags every generating command (run, chat, batch) takes: sampling
  * (-s --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n,
  * into sp), sizes (-n/--n-predict, -c/--ctx-size, -t/--threads,

@@ -32,6 +32,55 @@ $QLM bench -m "$M" -p 16,32 -n 0 -r 1 -o csv >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc = 0 ] && [ "$(wc -l < "$tmp/out")" = 3 ] && grep -q ',pp16,' "$tmp/out" && grep -q ',pp32,' "$tmp/out"; then pass bench_csv_lists
 else fail bench_csv_lists "rc=$rc $(cat "$tmp/out" | head -3)"; fi
 
+# llama-bench's test shapes: -pg pairs and -d lists, every combination,
+# each row naming its prompt, generated and context tokens.
+$QLM bench -m "$M" -p 16 -n 4 -pg 8,2 -d 0,4 -r 1 -o csv >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && python3 -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+got = [(r["test"], r["n_tokens"], r["n_prompt"], r["n_gen"], r["n_depth"]) for r in rows]
+want = [("pp16", "16", "16", "0", "0"), ("tg4", "4", "0", "4", "0"), ("pp8+tg2", "10", "8", "2", "0"),
+        ("pp16@d4", "16", "16", "0", "4"), ("tg4@d4", "4", "0", "4", "4"), ("pp8+tg2@d4", "10", "8", "2", "4")]
+assert got == want, got
+assert all(float(r["avg_ts"]) > 0 for r in rows), rows
+' "$tmp/out" 2>"$tmp/py"; then pass bench_pg_depths; else fail bench_pg_depths "rc=$rc $(tail -1 "$tmp/py") $(head -1 "$tmp/err")"; fi
+
+# -b calls and -ub forward passes: the context takes min(b, ub) a pass;
+# jsonl is one object per line, each with its samples.
+$QLM bench -m "$M" -p 32 -n 0 -b 64 -ub 8,16,128 -r 2 -o jsonl >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r["n_batch"], r["n_ubatch"]) for r in rows] == [(64, 8), (64, 16), (64, 64)], rows
+assert all(len(r["samples_ts"]) == 2 and min(r["samples_ts"]) <= r["avg_ts"] <= max(r["samples_ts"]) for r in rows), rows
+' "$tmp/out" 2>"$tmp/py"; then pass bench_ubatch_jsonl; else fail bench_ubatch_jsonl "rc=$rc $(tail -1 "$tmp/py")"; fi
+
+# Flags a llama-bench command line carries for GPUs and attention: one
+# warning each where qlm cannot do what they ask, silence where it does.
+$QLM bench -m "$M" -p 8 -n 0 -r 1 -ngl 99 -fa off -o csv >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ "$(wc -l < "$tmp/err")" = 2 ] && grep -q '^qlm: warning: -ngl 99' "$tmp/err" \
+    && grep -q '^qlm: warning: -fa off' "$tmp/err" && [ "$(wc -l < "$tmp/out")" = 2 ]; then pass bench_ngl_fa_warn
+else fail bench_ngl_fa_warn "rc=$rc $(cat "$tmp/err")"; fi
+$QLM bench -m "$M" -p 8 -n 0 -r 1 -ngl 0 -fa on,auto -mmp 0 -o md >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && [ ! -s "$tmp/err" ] && head -1 "$tmp/out" | grep -q '^| model' && grep -q '| pp8 ' "$tmp/out"; then pass bench_ngl0_quiet_md
+else fail bench_ngl0_quiet_md "rc=$rc $(cat "$tmp/err")"; fi
+
+# --progress: a stderr line per run; --no-warmup drops the untimed one.
+$QLM bench -m "$M" -p 8 -n 4 -r 2 --progress -o csv >"$tmp/out" 2>"$tmp/err"; rc=$?
+$QLM bench -m "$M" -p 8 -n 4 -r 2 --progress --no-warmup -o csv >"$tmp/out2" 2>"$tmp/err2"; rc2=$?
+if [ $rc = 0 ] && [ $rc2 = 0 ] && [ "$(grep -c ': warm-up$' "$tmp/err")" = 2 ] && [ "$(grep -c ': run [12]/2$' "$tmp/err")" = 4 ] \
+    && [ "$(grep -c ': warm-up$' "$tmp/err2")" = 0 ] && [ "$(grep -c ': run [12]/2$' "$tmp/err2")" = 4 ] \
+    && grep -q '^qlm bench: test 2/2 (tg4, ' "$tmp/err2"; then pass bench_progress_warmup
+else fail bench_progress_warmup "rc=$rc/$rc2 $(head -3 "$tmp/err")"; fi
+
+for bad in "-pg 16" "-pg 16,0" "-fa maybe" "-lm dio" "-ngl lots" "-ub 0"; do
+    # shellcheck disable=SC2086
+    $QLM bench -m "$M" $bad >"$tmp/out" 2>"$tmp/err"; rc=$?
+    name=bench_bad$(printf '%s' "$bad" | tr -c 'a-z0-9' '_')
+    if [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^qlm: error: ' "$tmp/err"; then pass "$name"
+    else fail "$name" "'$bad' rc=$rc $(cat "$tmp/err")"; fi
+done
+
 $QLM bench -m "$M" -p x >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ]; then pass bench_bad_list; else fail bench_bad_list "rc=$rc"; fi
 # Kernel microbenchmark: a row per requested type with a figure for every

@@ -3,7 +3,7 @@
 
 Runs llama.cpp's llama-bench and `qlm bench` on the same GGUF with the same
 thread count, alternating which goes first, for several rounds, and prints
-per test (ppN, tgN) the mean tokens/s of each and the qlm/llama.cpp ratio
+per test (ppN, tgN, ppN+tgM) the mean tokens/s of each and the qlm/llama.cpp ratio
 with its spread over the rounds.  Alternating rounds is what makes a ratio
 trustworthy on a shared machine: a slow minute hits both sides.
 
@@ -17,7 +17,8 @@ package, built outside the repository); nothing of llama.cpp lands here.
 
 Usage:
   tools/build_llamacpp.sh
-  python3 tools/compare_bench.py -m MODEL [-m MODEL2 ...] [-t 2] [-p 512] [-n 128] [--rounds 3] [-r 3]
+  python3 tools/compare_bench.py -m MODEL [-m MODEL2 ...] [-t 2] [-p 512] [-n 128] [-pg 512,128]
+                                 [-d 0] [--rounds 3] [-r 3]
 
 --no-mmap loads the weights into anonymous memory on both sides (qlm
 --no-mmap: huge pages where the kernel grants them; llama-bench -lm none)
@@ -41,6 +42,7 @@ import json
 import mmap
 import os
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -56,13 +58,22 @@ def run_json(cmd):
     return json.loads(out)
 
 
+def test_flags(a):
+    """The flags both programs take alike (qlm bench takes llama-bench's)."""
+    flags = ["-t", str(a.threads), "-p", str(a.p), "-n", str(a.n), "-d", str(a.depth), "-r", str(a.reps)]
+    for pg in a.pg or []:
+        flags += ["-pg", pg]
+    return flags + ["-o", "json"]
+
+
 def llama_rows(model, a):
-    rows = run_json([str(LLAMA_BENCH), "-m", model, "-t", str(a.threads), "-p", str(a.p),
-                     "-n", str(a.n), "-d", str(a.depth), "-r", str(a.reps), "-o", "json"] +
-                    (["-lm", "none"] if a.no_mmap else []))
+    rows = run_json([str(LLAMA_BENCH), "-m", model] + test_flags(a) + (["-lm", "none"] if a.no_mmap else []))
     res = {}
     for r in rows:
-        test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
+        if r["n_prompt"] and r["n_gen"]:
+            test = f"pp{r['n_prompt']}+tg{r['n_gen']}"
+        else:
+            test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
         if r.get("n_depth"):
             test += f"@d{r['n_depth']}"  # qlm bench's name for a test after some context
         res[test] = r["avg_ts"]
@@ -70,9 +81,7 @@ def llama_rows(model, a):
 
 
 def qlm_rows(model, a):
-    rows = run_json([str(REPO / "qlm"), "bench", "-m", model, "-t", str(a.threads), "-p", str(a.p),
-                     "-n", str(a.n), "-d", str(a.depth), "-r", str(a.reps), "-o", "json"] +
-                    (["--no-mmap"] if a.no_mmap else []))
+    rows = run_json([str(REPO / "qlm"), "bench", "-m", model] + test_flags(a) + (["--no-mmap"] if a.no_mmap else []))
     return {r["test"]: r["avg_ts"] for r in rows}
 
 
@@ -141,6 +150,8 @@ def main():
     ap.add_argument("-p", type=int, default=512)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("-d", "--depth", type=int, default=0, help="tokens of context before each test (both programs' -d)")
+    ap.add_argument("-pg", "--pg", action="append", metavar="PP,TG",
+                    help="also a prompt of PP tokens then TG generated, timed together (repeatable)")
     ap.add_argument("-r", "--reps", type=int, default=3, help="repetitions inside each bench run")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of both programs")
     ap.add_argument("--evict", action="store_true",
@@ -188,7 +199,7 @@ def compare(model, a):
     print(f"| test | llama.cpp t/s | qlm t/s | qlm / llama.cpp (min..max over rounds) |")
     print(f"|---|---|---|---|")
     rows = []
-    for test in sorted(llama, key=lambda t: (t[:2], int(t[2:].split("@")[0]), t)):
+    for test in sorted(llama, key=lambda t: ("+" in t, t[:2], int(re.match(r"\d+", t[2:]).group()), t)):
         if test not in ours:
             continue
         ratios = [q / l for q, l in zip(ours[test], llama[test])]
