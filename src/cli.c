@@ -110,10 +110,12 @@ static int size_flag(const char *a, const char *v, int *n_predict, int *n_ctx, i
     if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) dst = n_predict, lo = -1, hi = 1 << 30;
     else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) dst = n_ctx, lo = 0, hi = 1 << 24;
     else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) dst = n_threads, lo = 1, hi = 1024;
-    else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) dst = n_batch, lo = 1, hi = 1 << 16;
+    else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "-ub") || !strcmp(a, "--ubatch-size"))
+        dst = n_batch, lo = 1, hi = 1 << 16;
     else return 0;
     if (!qlm_cli_int(a, v, lo, hi, &l)) return -1;
-    *dst = (int)l;
+    /* both -b and -ub bound a forward pass (QLM_CLI_BATCH_HELP) */
+    *dst = dst == n_batch && *n_batch > 0 && *n_batch < l ? *n_batch : (int)l;
     return 1;
 }
 

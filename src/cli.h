@@ -46,10 +46,16 @@ int qlm_cli_kv_flag(const char *flag, const char *value, qlm_kv_type *k, qlm_kv_
 int qlm_cli_gpu_layers(const char *flag, const char *v, long *layers);
 void qlm_cli_no_gpu_warning(const char *flag, const char *v);
 
+/* -b (llama.cpp's logical batch) and -ub (its physical one) both bound
+ * the prompt tokens of one forward pass; given both, the smaller holds. */
+#define QLM_CLI_BATCH_HELP \
+    "  -b, -ub N               prompt tokens per forward pass (default 512; with both\n" \
+    "                          --batch-size and --ubatch-size, the smaller)\n"
+
 /* The flags every generating command (run, chat, batch) takes: sampling
  * (-s --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n,
  * into sp), sizes (-n/--n-predict, -c/--ctx-size, -t/--threads,
- * -b/--batch-size) and -ngl/--gpu-layers (no GPU offload: a warning unless
+ * -b/--batch-size, -ub/--ubatch-size) and -ngl/--gpu-layers (no GPU offload: a warning unless
  * 0; its help is in QLM_CLI_LOAD_HELP).  1 if flag is one of them and its
  * value v was stored, 0 if it is not, -1 on a bad value (usage error
  * already printed). */

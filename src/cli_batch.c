@@ -170,7 +170,7 @@ static void batch_usage(FILE *f)
         "                          end of text or the sequence's context)\n"
         "  -c, --ctx-size N        context per sequence (default min(4096, training context))\n"
         "  -t, --threads N         threads (default: physical cores)\n"
-        "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
+        QLM_CLI_BATCH_HELP
         "  -s, --seed N, --temp X, --top-k N, --top-p X, --min-p X, --repeat-penalty X,\n"
         "  --repeat-last-n N,      sampling defaults for lines that do not set them\n"
         "  --ignore-eos            (as for qlm run; the default temperature is 0.8)\n"

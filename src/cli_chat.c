@@ -82,7 +82,7 @@ static void chat_usage(FILE *f)
         "  -n, --n-predict N       most tokens per reply (default -1: until the model ends it)\n"
         "  -c, --ctx-size N        context size in tokens (default min(4096, training context))\n"
         "  -t, --threads N         threads (default: physical cores)\n"
-        "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
+        QLM_CLI_BATCH_HELP
         "  -s, --seed N            random seed (default 0)\n"
         "      --temp X            temperature (default 0.8; 0 = greedy)\n"
         "      --top-k N, --top-p X, --min-p X, --repeat-penalty X, --repeat-last-n N,\n"

@@ -71,7 +71,7 @@ static void run_usage(FILE *f)
         "  -n, --n-predict N       tokens to generate (default -1: until end of text or context)\n"
         "  -c, --ctx-size N        context size in tokens (default min(4096, training context))\n"
         "  -t, --threads N         threads (default: physical cores)\n"
-        "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
+        QLM_CLI_BATCH_HELP
         "      --kv-type T         KV cache element type for K and V: int8 (default), f16, f32\n"
         "  -ctk, -ctv T            the same for K or V alone\n"
         "      --numa MODE         distribute (default: threads and KV heads spread over NUMA\n"
@@ -366,7 +366,8 @@ int qlm_cmd_run(int argc, char **argv)
                 "KV cache K %s V %s, %zu bytes (%.1f MiB)\n", m->name, m->arch->name, m->hp.n_layer,
                 qlm_ctx_n_ctx(ctx), gguf_load_mode_name(lm), load_ms, qlm_kv_type_name(kv->type_k),
                 qlm_kv_type_name(kv->type_v), qlm_kv_bytes(kv), qlm_kv_bytes(kv) / (double)(1 << 20));
-        fprintf(stderr, "qlm: %s, %d threads\n", qlm_ctx_numa(ctx), qlm_ctx_n_threads(ctx));
+        fprintf(stderr, "qlm: %s, %d threads, forward passes of up to %d prompt tokens\n", qlm_ctx_numa(ctx),
+                qlm_ctx_n_threads(ctx), qlm_ctx_n_batch(ctx));
     }
 
     if (o.chat && (rc = apply_chat(&o, m, &text, &text_len, &err))) goto fail;

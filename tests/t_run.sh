@@ -61,6 +61,17 @@ else fail run_ngl_zero_quiet "rc=$rc stderr=$(head -c 200 "$tmp/err")"; fi
 $QLM run -m "$M" -p hi -ngl lots >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect_error run_ngl_bad_value 1
 
+# -b and -ub (llama.cpp's logical and physical batch) both bound a
+# forward pass, the smaller winning in either order; the text is the same.
+$QLM run -m "$M" -p "hello" -n 8 --temp 0 -v -b 64 -ub 8 >"$tmp/out" 2>"$tmp/err"; rc=$?
+$QLM run -m "$M" -p "hello" -n 8 --temp 0 -v --ubatch-size 8 --batch-size 64 >"$tmp/out3" 2>"$tmp/err3"; rc3=$?
+if [ $rc = 0 ] && [ $rc3 = 0 ] && grep -q 'forward passes of up to 8 prompt tokens' "$tmp/err" \
+    && grep -q 'forward passes of up to 8 prompt tokens' "$tmp/err3" && cmp -s "$tmp/out" "$tmp/out2" \
+    && cmp -s "$tmp/out3" "$tmp/out2"; then pass run_batch_ubatch
+else fail run_batch_ubatch "rc=$rc/$rc3 $(grep forward "$tmp/err" "$tmp/err3")"; fi
+$QLM run -m "$M" -p hi -ub 0 >"$tmp/out" 2>"$tmp/err"; rc=$?
+expect_error run_ubatch_bad_value 1
+
 $QLM run -m "$M" -f "$tmp/missing.txt" >"$tmp/out" 2>"$tmp/err"; rc=$?
 expect_error run_missing_prompt_file 2
 
