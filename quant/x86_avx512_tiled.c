@@ -158,6 +158,33 @@ INLINE __m512i scales_q3_K(const uint8_t *scales)
     return _mm512_sub_epi32(_mm512_or_si512(_mm512_cvtepu8_epi32(low), _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
 }
 
+/* Q3_K's quants with their scales folded in: t = -sc·(q - 4), which is
+ * in [-128, 124] for sc in [-32, 31] and q in [0, 7], an int8 (sc·(q - 4)
+ * itself reaches 128), so block_tiles' products need no scale step.
+ * Each 128-bit lane of quant vector m is sub-block 4m + lane; a lane of
+ * the words sc·(4 - k), k = 0..7, is that sub-block's table, read by
+ * vpshufb at byte 2q.  corr = 128 Σ t: what the activations' +128 adds. */
+INLINE void fold_q3_K(wblock *wb, __m512i sc)
+{
+    const __m512i four_less_k = _mm512_set4_epi32((-3 & 0xffff) << 16 | (-2 & 0xffff), (-1 & 0xffff) << 16 | 0,
+                                                  1 << 16 | 2, 3 << 16 | 4);
+    const __m512i low_word = _mm512_set4_epi32(0x01000100, 0x01000100, 0x01000100, 0x01000100);
+    __m512i tsum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {
+        const __m512i lane_sc = _mm512_permutexvar_epi32(
+            _mm512_set_epi32(4 * m + 3, 4 * m + 3, 4 * m + 3, 4 * m + 3, 4 * m + 2, 4 * m + 2, 4 * m + 2, 4 * m + 2,
+                             4 * m + 1, 4 * m + 1, 4 * m + 1, 4 * m + 1, 4 * m, 4 * m, 4 * m, 4 * m),
+            sc);
+        const __m512i table = _mm512_mullo_epi16(_mm512_shuffle_epi8(lane_sc, low_word), four_less_k);
+        const __m512i q = _mm512_loadu_si512((const void *)(wb->q + 64 * m));
+        const __m512i t = _mm512_shuffle_epi8(table, _mm512_add_epi8(q, q));
+        _mm512_storeu_si512((void *)(wb->q + 64 * m), t);
+        tsum = qt_dpbusd512(tsum, _mm512_set1_epi8(1), t);
+    }
+    wb->corr = 128 * _mm512_reduce_add_epi32(tsum);
+}
+
 /* Types with a bias (Q3_K, Q6_K) take their quants signed, q - bias, and
  * the activations unsigned, y + 128 (block_tiles): Σ (y + 128)(q - bias)
  * = Σ y (q - bias) + 128 Σ (q - bias), and the last term, times the
@@ -195,6 +222,10 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
     const __m512i low = _mm512_and_si512(sc, _mm512_set1_epi32(0xffff));
     _mm512_storeu_si512((void *)wb->sc, small ? low : _mm512_or_si512(low, _mm512_slli_epi32(sc, 24)));
     wb->corr = 0;
+    if (type == QT_Q3_K) {
+        fold_q3_K(wb, sc);
+        return;
+    }
     if (bias) {
         /* Σ_e sc[e/16]·q[e] as vpdpbusd of the quants by their scales'
          * bytes (each 128-bit lane of chunk m is sub-block 4m + lane) */
@@ -221,7 +252,26 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
     for (int i = 0; i < nr; i++)
 #pragma GCC unroll 3
         for (int t = 0; t < nt; t++) is[i][t] = _mm512_setzero_si512();
-    for (int j = 0; j < 16; j += span) {
+    /* Q3_K (small, with a bias): scales folded into the quants (fold_q3_K),
+     * one chain of products per row and tile */
+    const int folded = small && sgn;
+    if (folded) {
+#pragma GCC unroll 4
+        for (int g = 0; g < GROUPS; g++) {
+            __m512i y[3];
+#pragma GCC unroll 3
+            for (int t = 0; t < nt; t++) y[t] = _mm512_loadu_si512(blk[t] + 64 * g);
+#pragma GCC unroll 4
+            for (int i = 0; i < nr; i++) {
+                int32_t qg;
+                memcpy(&qg, wb[i].q + 4 * g, sizeof qg);
+                const __m512i u = _mm512_set1_epi32(qg);
+#pragma GCC unroll 3
+                for (int t = 0; t < nt; t++) is[i][t] = qt_dpbusd512(is[i][t], y[t], u);
+            }
+        }
+    }
+    for (int j = 0; j < (folded ? 0 : 16); j += span) {
         __m512i sj[GROUP][3];
 #pragma GCC unroll 4
         for (int i = 0; i < nr; i++)
@@ -263,7 +313,8 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
 #pragma GCC unroll 4
         for (int i = 0; i < nr; i++) {
             /* exact in int32: |is| <= 16·128·16·255·32 (Q6_K) */
-            const __m512i isum = sgn ? _mm512_sub_epi32(is[i][t], _mm512_set1_epi32(wb[i].corr)) : is[i][t];
+            const __m512i corr = _mm512_set1_epi32(wb[i].corr);
+            const __m512i isum = folded ? _mm512_sub_epi32(corr, is[i][t]) : sgn ? _mm512_sub_epi32(is[i][t], corr) : is[i][t];
             __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(wb[i].d));
             if (wb[i].has_min) {
                 __m512i im = _mm512_setzero_si512();
@@ -399,21 +450,21 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
                         for (size_t o = 0; o < wbytes; o += 64) _mm_prefetch(nx + o, _MM_HINT_T0);
                     }
                 }
-                for (int g = 0; g < (ng ? ng : 1); g++) {
-                    wblock wb[GROUP];
-                    for (int i = 0; i < (ng ? GROUP : 1); i++)
-                        decode(type,
-                               x16 ? rows16 + (size_t)(GROUP * g + i) * wbytes
-                                   : (const uint8_t *)w + (size_t)(r + GROUP * g + i) * w_stride + (size_t)b * wbytes,
-                               &wb[i]);
-                    for (int t = 0; t < nt;) {
-                        const int most = ng ? 3 : 2, k = nt - t < most ? nt - t : most;
-                        const uint8_t *blk[3] = {pass + (size_t)t * tile_bytes + (size_t)b * BLOCK_BYTES,
-                                                 pass + (size_t)(t + 1) * tile_bytes + (size_t)b * BLOCK_BYTES,
-                                                 pass + (size_t)(t + 2) * tile_bytes + (size_t)b * BLOCK_BYTES};
-                        fns[wide][ng > 0][k - 1](wb, blk, &acc[GROUP * g], t);
-                        t += k;
-                    }
+                wblock wb[BAND];
+                for (int i = 0; i < nr; i++)
+                    decode(type,
+                           x16 ? rows16 + (size_t)i * wbytes
+                               : (const uint8_t *)w + (size_t)(r + i) * w_stride + (size_t)b * wbytes,
+                           &wb[i]);
+                /* the band's groups meet each few tiles in turn, while
+                 * their activation blocks are in L1 */
+                for (int t = 0; t < nt;) {
+                    const int most = ng ? 3 : 2, k = nt - t < most ? nt - t : most;
+                    const uint8_t *blk[3] = {pass + (size_t)t * tile_bytes + (size_t)b * BLOCK_BYTES,
+                                             pass + (size_t)(t + 1) * tile_bytes + (size_t)b * BLOCK_BYTES,
+                                             pass + (size_t)(t + 2) * tile_bytes + (size_t)b * BLOCK_BYTES};
+                    for (int g = 0; g < (ng ? ng : 1); g++) fns[wide][ng > 0][k - 1](&wb[GROUP * g], blk, &acc[GROUP * g], t);
+                    t += k;
                 }
             }
             if (ng)
