@@ -40,7 +40,6 @@
 #include <string.h>
 
 #include "blocks.h"
-#include "cpu.h"
 #include "fp16.h"
 #include "tiled.h"
 #include "tiles.h"
@@ -374,21 +373,22 @@ INLINE void store_group(__m512 acc[GROUP][MAX_TILES], int t, float *res)
 
 typedef void (*block_tiles_fn)(const wblock *, const uint8_t *const[3], __m512[GROUP][MAX_TILES], int);
 
-/* Rows whose groups take each block of packed activations in turn while
- * it is in L1, where a pass's packed columns outgrow L2: group after
- * group, every group re-read the whole pass from L3 (the 18944-wide down
- * projection of a 7B model, 2.7 MB a pass, ran at 0.79x the rate of
- * narrower ones).  Passes that L2 holds run group after group: bands
- * measured 0.94-0.99x there. */
+/* Rows decoded together, whose groups meet each few tiles in turn while
+ * the tiles' activation blocks are in L1.  Group after group, every group
+ * streamed the whole pass's blocks again: from L3 where a pass outgrows
+ * L2 (the 18944-wide down projection of a 7B model, 2.7 MB a pass, ran at
+ * 0.79x the rate of narrower ones), and from L2 elsewhere, whose bandwidth
+ * then set the pace (bands, 1 thread, 2048 rows by 256 columns: Q6_K
+ * 1.06-1.09x, Q3_K 1.06x, Q5_K 1.02x). */
 #define BAND 16
 _Static_assert(BAND % GROUP == 0 && ROWS % BAND == 0, "bands are whole groups and never straddle a flush");
 _Static_assert(BAND == 16, "a band of an x16 matrix is one group");
 
 /* Groups in the next band of `left` rows: 0 for a single row. */
-INLINE int band_groups(int left, bool big)
+INLINE int band_groups(int left)
 {
-    const int g = left / GROUP, most = big ? BAND / GROUP : 1;
-    return g < most ? g : most;
+    const int g = left / GROUP;
+    return g < BAND / GROUP ? g : BAND / GROUP;
 }
 
 /* x16: w is whole groups of repack.h's x16 layout (Q2_K, Q3_K): bands of
@@ -420,13 +420,12 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
         const int nc = ncols - c0 < MAX_TILES * QT_TILE_COLS ? ncols - c0 : MAX_TILES * QT_TILE_COLS;
         const int nt = (nc + QT_TILE_COLS - 1) / QT_TILE_COLS;
         const uint8_t *pass = (const uint8_t *)packed + (size_t)(c0 / QT_TILE_COLS) * tile_bytes;
-        const bool pass_big = (size_t)nt * tile_bytes > (size_t)qt_cpu()->l2_bytes;
         /* results of ROWS rows (qt_tiles_flush) */
         float res[MAX_TILES * QT_TILE_COLS][ROWS];
         _Alignas(64) uint8_t rows16[BAND * sizeof(qt_block_q3_K)];
         for (int r = 0; r < nrows;) {
             /* a band of whole groups, or one row */
-            const int ng = band_groups(nrows - r, pass_big || x16), nr = ng ? GROUP * ng : 1;
+            const int ng = band_groups(nrows - r), nr = ng ? GROUP * ng : 1;
             __m512 acc[BAND][MAX_TILES];
             for (int i = 0; i < nr; i++)
                 for (int t = 0; t < nt; t++) acc[i][t] = _mm512_setzero_ps();
