@@ -255,6 +255,12 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
      * one chain of products per row and tile */
     const int folded = small && sgn;
     if (folded) {
+        /* with a single tile, two chains per row (even and odd groups of
+         * 4): four chains alone wait on vpdpbusd's latency */
+        const int two = nt == 1;
+        __m512i odd[GROUP];
+#pragma GCC unroll 4
+        for (int i = 0; i < nr; i++) odd[i] = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int g = 0; g < GROUPS; g++) {
             __m512i y[3];
@@ -265,10 +271,17 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
                 int32_t qg;
                 memcpy(&qg, wb[i].q + 4 * g, sizeof qg);
                 const __m512i u = _mm512_set1_epi32(qg);
+                if (two && (g & 1)) {
+                    odd[i] = qt_dpbusd512(odd[i], y[0], u);
+                    continue;
+                }
 #pragma GCC unroll 3
                 for (int t = 0; t < nt; t++) is[i][t] = qt_dpbusd512(is[i][t], y[t], u);
             }
         }
+        if (two)
+#pragma GCC unroll 4
+            for (int i = 0; i < nr; i++) is[i][0] = _mm512_add_epi32(is[i][0], odd[i]);
     }
     for (int j = 0; j < (folded ? 0 : 16); j += span) {
         __m512i sj[GROUP][3];
