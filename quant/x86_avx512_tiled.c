@@ -60,7 +60,9 @@ typedef struct wblock {
     uint8_t q[QT_QK_K];   /* unsigned quants; with a bias, q - bias as int8 */
     int32_t sc[16];       /* scale per 16 elements as vpdpwssd's int16 pair: (sc, 0) for Q2_K and
                            * Q3_K, (sc, 256 sc) for the others (block_tiles) */
-    int32_t corr;         /* with a bias: 128 Σ sc_j Σ (q - bias) over sub-block j */
+    int32_t corr;         /* with a bias: 128 Σ sc_j Σ (q - bias) over sub-block j (Q3_K: 128 Σ t) */
+    const uint8_t *t;     /* Q3_K: its folded quants (fold_q3_K), elements 4g..4g+3 at t + g·tstep
+                           * (block_tiles: 4 from a row's decode, 64 from a band's) */
     int32_t m[8];         /* int16 mins of sums 2j, 2j+1 */
     float d, neg_dmin;
     bool has_min;
@@ -182,6 +184,52 @@ INLINE void fold_q3_K(wblock *wb, __m512i sc)
         tsum = qt_dpbusd512(tsum, _mm512_set1_epi8(1), t);
     }
     wb->corr = 128 * _mm512_reduce_add_epi32(tsum);
+    wb->t = wb->q;
+}
+
+/* fold_q3_K for the 16 rows of a super-block in the x16 layout at once,
+ * read as it is (no turning back into rows): t[64 g + 4 r] holds row r's
+ * folded quants 4g..4g+3, as the layout's chunks hold its quants, and
+ * wb[r] points into it.  Elements 4g..4g+3, g = 32h + 8q + k, are field
+ * 2q of qs chunk 8h + k with bit 4h + q of hmask chunk k above it, in
+ * sub-block g / 4 (repack.h, x86_avx512_x16_k.c); so, as the bits say,
+ *     t = -sc·(q2 + 4 high - 4) = (high ? 0 : 4 sc) - (bit0 ? sc : 0) - (bit1 ? 2 sc : 0),
+ * wrapping bytes whose sum is exact (t fits int8).  About a third of
+ * turning the block into rows and folding each row. */
+INLINE void fold_q3_K_x16(const uint8_t *sb, uint8_t *t, wblock wb[QT_X16_ROWS])
+{
+    __m512i sc[4];
+    qt_x16_scales_q3_K(sb, sc);
+    __m512i tsum = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const int g = 32 * h + 8 * q + k, j = g / 4;
+                /* the sub-block's scale in every byte of its row's lane */
+                const int at = (j % 4) * 0x01010101;
+                const __m512i sc1 =
+                    _mm512_shuffle_epi8(sc[j / 4], _mm512_set4_epi32(0x0c0c0c0c + at, 0x08080808 + at, 0x04040404 + at, at));
+                const __m512i sc2 = _mm512_add_epi8(sc1, sc1), sc4 = _mm512_add_epi8(sc2, sc2);
+                const __m512i qs = _mm512_loadu_si512((const void *)(sb + QT_X16_Q3_K_QS + 64 * (8 * h + k)));
+                const __m512i hm = _mm512_loadu_si512((const void *)(sb + QT_X16_Q3_K_HM + 64 * k));
+                __m512i v = _mm512_maskz_mov_epi8(_mm512_testn_epi8_mask(hm, _mm512_set1_epi8((char)(1 << (4 * h + q)))), sc4);
+                v = _mm512_mask_sub_epi8(v, _mm512_test_epi8_mask(qs, _mm512_set1_epi8((char)(1 << 2 * q))), v, sc1);
+                v = _mm512_mask_sub_epi8(v, _mm512_test_epi8_mask(qs, _mm512_set1_epi8((char)(2 << 2 * q))), v, sc2);
+                _mm512_store_si512((void *)(t + 64 * g), v);
+                tsum = qt_dpbusd512(tsum, _mm512_set1_epi8(1), v);
+            }
+    alignas(64) int32_t corr[QT_X16_ROWS];
+    _mm512_store_si512((void *)corr, _mm512_slli_epi32(tsum, 7));
+    for (int r = 0; r < QT_X16_ROWS; r++) {
+        uint16_t d;
+        memcpy(&d, sb + QT_X16_Q3_K_D + 2 * r, sizeof d);
+        wb[r].d = qt_f16_to_f32(d);
+        wb[r].has_min = false;
+        wb[r].corr = corr[r];
+        wb[r].t = t + 4 * r;
+    }
 }
 
 /* Types with a bias (Q3_K, Q6_K) take their quants signed, q - bias, and
@@ -242,9 +290,11 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
 }
 
 /* nr rows x nt tiles (constants) of one block: the integer sums, then the
- * reference's float steps into acc[i][t]. */
+ * reference's float steps into acc[i][t].  tstep: where Q3_K's folded
+ * quants lie (wblock.t), a compile-time stride: read at run time it cost
+ * its loop ~10%. */
 INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 acc[GROUP][MAX_TILES], int t0,
-                        const int nr, const int nt, const int span, const int small, const int sgn)
+                        const int nr, const int nt, const int span, const int small, const int sgn, const int tstep)
 {
     __m512i is[GROUP][3];
 #pragma GCC unroll 4
@@ -269,7 +319,7 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
 #pragma GCC unroll 4
             for (int i = 0; i < nr; i++) {
                 int32_t qg;
-                memcpy(&qg, wb[i].q + 4 * g, sizeof qg);
+                memcpy(&qg, wb[i].t + g * tstep, sizeof qg);
                 const __m512i u = _mm512_set1_epi32(qg);
                 if (two && (g & 1)) {
                     odd[i] = qt_dpbusd512(odd[i], y[0], u);
@@ -342,22 +392,24 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
 /* span: 16-element sums per scale (2 for Q4_K and Q5_K, whose scales
  * cover 32 elements: half the scale multiplies); sgn: a type with a bias
  * (decode). */
-#define BLOCK_TILES(nr, nt, span, small, sgn)                                                                      \
-    static void block_tiles_##nr##_##nt##_##span##_##small##_##sgn(const wblock *wb, const uint8_t *const blk[3], \
+#define BLOCK_TILES(nr, nt, span, small, sgn, tstep)                                                                \
+    static void block_tiles_##nr##_##nt##_##span##_##small##_##sgn##_##tstep(const wblock *wb,                    \
+                                                                             const uint8_t *const blk[3],         \
                                                                    __m512 acc[GROUP][MAX_TILES], int t0)         \
     {                                                                                                            \
-        block_tiles(wb, blk, acc, t0, nr, nt, span, small, sgn);                                                 \
+        block_tiles(wb, blk, acc, t0, nr, nt, span, small, sgn, tstep);                                          \
     }
-#define BLOCK_TILES4(span, small, sgn)                                                                             \
-    BLOCK_TILES(1, 1, span, small, sgn)                                                                          \
-    BLOCK_TILES(1, 2, span, small, sgn)                                                                          \
-    BLOCK_TILES(4, 1, span, small, sgn)                                                                          \
-    BLOCK_TILES(4, 2, span, small, sgn)                                                                          \
-    BLOCK_TILES(4, 3, span, small, sgn)
-BLOCK_TILES4(1, 0, 1) /* Q6_K */
-BLOCK_TILES4(2, 0, 0) /* Q4_K, Q5_K */
-BLOCK_TILES4(1, 1, 0) /* Q2_K */
-BLOCK_TILES4(1, 1, 1) /* Q3_K */
+#define BLOCK_TILES4(span, small, sgn, tstep)                                                                      \
+    BLOCK_TILES(1, 1, span, small, sgn, tstep)                                                                   \
+    BLOCK_TILES(1, 2, span, small, sgn, tstep)                                                                   \
+    BLOCK_TILES(4, 1, span, small, sgn, tstep)                                                                   \
+    BLOCK_TILES(4, 2, span, small, sgn, tstep)                                                                   \
+    BLOCK_TILES(4, 3, span, small, sgn, tstep)
+BLOCK_TILES4(1, 0, 1, 4)  /* Q6_K */
+BLOCK_TILES4(2, 0, 0, 4)  /* Q4_K, Q5_K */
+BLOCK_TILES4(1, 1, 0, 4)  /* Q2_K */
+BLOCK_TILES4(1, 1, 1, 4)  /* Q3_K */
+BLOCK_TILES4(1, 1, 1, 64) /* Q3_K from x16 (fold_q3_K_x16) */
 #undef BLOCK_TILES4
 #undef BLOCK_TILES
 
@@ -417,15 +469,15 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
      * per 16 with quants below 8 (Q2_K; 16-element sums fit int16), 3 the
      * same with a bias (Q3_K); then [4 rows?][tiles - 1] (a single row
      * steps 2 tiles at most: its third slot is never taken) */
-#define BLOCK_FNS(span, small, sgn)                                                                               \
-    {{block_tiles_1_1_##span##_##small##_##sgn, block_tiles_1_2_##span##_##small##_##sgn,                      \
-      block_tiles_1_2_##span##_##small##_##sgn},                                                                 \
-     {block_tiles_4_1_##span##_##small##_##sgn, block_tiles_4_2_##span##_##small##_##sgn,                      \
-      block_tiles_4_3_##span##_##small##_##sgn}}
-    static const block_tiles_fn fns[4][2][3] = {BLOCK_FNS(1, 0, 1), BLOCK_FNS(2, 0, 0), BLOCK_FNS(1, 1, 0),
-                                                BLOCK_FNS(1, 1, 1)};
+#define BLOCK_FNS(span, small, sgn, tstep)                                                                        \
+    {{block_tiles_1_1_##span##_##small##_##sgn##_##tstep, block_tiles_1_2_##span##_##small##_##sgn##_##tstep,  \
+      block_tiles_1_2_##span##_##small##_##sgn##_##tstep},                                                       \
+     {block_tiles_4_1_##span##_##small##_##sgn##_##tstep, block_tiles_4_2_##span##_##small##_##sgn##_##tstep,  \
+      block_tiles_4_3_##span##_##small##_##sgn##_##tstep}}
+    static const block_tiles_fn fns[5][2][3] = {BLOCK_FNS(1, 0, 1, 4), BLOCK_FNS(2, 0, 0, 4), BLOCK_FNS(1, 1, 0, 4),
+                                                BLOCK_FNS(1, 1, 1, 4), BLOCK_FNS(1, 1, 1, 64)};
 #undef BLOCK_FNS
-    const int wide = type == QT_Q4_K || type == QT_Q5_K ? 1 : type == QT_Q2_K ? 2 : type == QT_Q3_K ? 3 : 0;
+    const int wide = type == QT_Q4_K || type == QT_Q5_K ? 1 : type == QT_Q2_K ? 2 : type == QT_Q3_K ? (x16 ? 4 : 3) : 0;
     stream = qt_rp_stream_out(stream, out, out_stride);
     /* Passes of up to MAX_TILES tiles (the caller's are no wider) keep the
      * float accumulators of a row group in one array. */
@@ -435,7 +487,7 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
         const uint8_t *pass = (const uint8_t *)packed + (size_t)(c0 / QT_TILE_COLS) * tile_bytes;
         /* results of ROWS rows (qt_tiles_flush) */
         float res[MAX_TILES * QT_TILE_COLS][ROWS];
-        _Alignas(64) uint8_t rows16[BAND * sizeof(qt_block_q3_K)];
+        _Alignas(64) uint8_t rows16[BAND * sizeof(qt_block_q3_K)], folded[BAND * QT_QK_K];
         for (int r = 0; r < nrows;) {
             /* a band of whole groups, or one row */
             const int ng = band_groups(nrows - r), nr = ng ? GROUP * ng : 1;
@@ -450,10 +502,10 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
              * its own next block, or after its last the next band's first. */
             const int nr_next = nrows - r - nr < nr ? nrows - r - nr : nr;
             for (int b = 0; b < nb; b++) {
+                const uint8_t *sb = (const uint8_t *)w + (size_t)r * w_stride + (size_t)b * BAND * wbytes;
                 if (x16) { /* the group is one stream, on into the next group */
-                    const uint8_t *sb = (const uint8_t *)w + (size_t)r * w_stride + (size_t)b * BAND * wbytes;
                     for (size_t o = 0; o < BAND * wbytes; o += 64) _mm_prefetch((const char *)sb + BAND * wbytes + o, _MM_HINT_T0);
-                    qt_x16_k_rows(type, sb, rows16);
+                    if (type != QT_Q3_K) qt_x16_k_rows(type, sb, rows16);
                 } else {
                     const bool own = ng > 1 && b + 1 < nb;
                     const int pr0 = own ? r : r + nr, pn = own ? nr : nr_next, pb = own ? b + 1 : ng > 1 ? 0 : b;
@@ -463,11 +515,14 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
                     }
                 }
                 wblock wb[BAND];
-                for (int i = 0; i < nr; i++)
-                    decode(type,
-                           x16 ? rows16 + (size_t)i * wbytes
-                               : (const uint8_t *)w + (size_t)(r + i) * w_stride + (size_t)b * wbytes,
-                           &wb[i]);
+                if (x16 && type == QT_Q3_K)
+                    fold_q3_K_x16(sb, folded, wb);
+                else
+                    for (int i = 0; i < nr; i++)
+                        decode(type,
+                               x16 ? rows16 + (size_t)i * wbytes
+                                   : (const uint8_t *)w + (size_t)(r + i) * w_stride + (size_t)b * wbytes,
+                               &wb[i]);
                 /* the band's groups meet each few tiles in turn, while
                  * their activation blocks are in L1 */
                 for (int t = 0; t < nt;) {

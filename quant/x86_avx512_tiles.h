@@ -134,6 +134,24 @@ static inline __attribute__((always_inline)) void qt_x16_q3_K_rows(const uint8_t
     }
 }
 
+/* The 16 rows' 16 scales as signed bytes: sc[t] lane r holds scales
+ * 4t..4t+3 of row r, unpacked as quant/ref_k.c does (scale 4t + b: nibble
+ * t / 2 of scales[] byte 4(t % 2) + b, with bits 2t, 2t+1 of byte 8 + b on
+ * top, less 32). */
+static inline __attribute__((always_inline)) void qt_x16_scales_q3_K(const uint8_t *blk, __m512i sc[4])
+{
+    const __m512i m15 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3), b32 = _mm512_set1_epi8(32);
+    const __m512i a0 = _mm512_loadu_si512((const void *)(blk + QT_X16_Q3_K_SC));
+    const __m512i a1 = _mm512_loadu_si512((const void *)(blk + QT_X16_Q3_K_SC + 64));
+    const __m512i a2 = _mm512_loadu_si512((const void *)(blk + QT_X16_Q3_K_SC + 128));
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++) {
+        const __m512i lo = _mm512_and_si512(t < 2 ? (t ? a1 : a0) : _mm512_srli_epi16(t == 3 ? a1 : a0, 4), m15);
+        const __m512i hi = _mm512_slli_epi16(_mm512_and_si512(t ? _mm512_srli_epi16(a2, 2 * t) : a2, m3), 4);
+        sc[t] = _mm512_sub_epi8(_mm512_or_si512(lo, hi), b32);
+    }
+}
+
 /* A super-block of a Q2_K or Q3_K group as its rows' blocks. */
 static inline __attribute__((always_inline)) void qt_x16_k_rows(qt_type type, const uint8_t *sb, uint8_t *dst)
 {
