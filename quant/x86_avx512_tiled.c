@@ -15,7 +15,9 @@
  *     of quants by the packed signed activations (4 products per lane, 64
  *     per instruction, exact in int32), then one vpdpwssd by the scale
  *     (block_tiles says how; against vpmulld's two uops and an add, or
- *     vpmaddwd and an add: Q3_K 1.1x, Q6_K 1.2x);
+ *     vpmaddwd and an add: Q3_K 1.1x, Q6_K 1.2x); Q3_K needs none: its
+ *     scales are folded into its quants, -sc·(q - 4) being an int8
+ *     (fold_q3_K), so one chain of vpdpbusd gives a row's whole isum;
  *   - the types with a bias (Q3_K, Q6_K) take q - bias as the signed
  *     operand and the activations + 128 (a flipped sign bit, packed so:
  *     tiles.h's biased layout) as the
@@ -31,7 +33,8 @@
  * does 2 products per lane: measured 12-25 % slower.  A group of 4 rows
  * meets 3 tiles at a time: each activation load serves 4 rows and each
  * weight broadcast 3 tiles, 12 chains and 12 sums in registers (against 2
- * tiles: Q3_K and Q6_K 1.05x on a Xeon, 128 columns, one thread). */
+ * tiles: Q3_K and Q6_K 1.05x on a Xeon, 128 columns, one thread), and a
+ * band of 4 groups meets each 3 tiles in turn (BAND). */
 #if defined(__x86_64__)
 
 #include <immintrin.h>
