@@ -336,25 +336,37 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
 #pragma GCC unroll 4
             for (int i = 0; i < nr; i++) is[i][0] = _mm512_add_epi32(is[i][0], odd[i]);
     }
-    for (int j = 0; j < (folded ? 0 : 16); j += span) {
-        __m512i sj[GROUP][3];
+    /* with a single tile, two scale spans at a time: four chains alone
+     * waited on vpdpbusd's latency (the 1-tile step ending each 16-tile
+     * pass took 10% of Q6_K's time for 1/16 of its products) */
+    const int par = nt == 1 ? 2 : 1;
+    for (int j = 0; j < (folded ? 0 : 16); j += span * par) {
+        __m512i sj[2][GROUP][3];
+#pragma GCC unroll 2
+        for (int p = 0; p < par; p++)
 #pragma GCC unroll 4
-        for (int i = 0; i < nr; i++)
+            for (int i = 0; i < nr; i++)
 #pragma GCC unroll 3
-            for (int t = 0; t < nt; t++) sj[i][t] = _mm512_setzero_si512();
+                for (int t = 0; t < nt; t++) sj[p][i][t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int g = 4 * j; g < 4 * (j + span); g++) {
-            __m512i y[3];
+            __m512i y[2][3];
+#pragma GCC unroll 2
+            for (int p = 0; p < par; p++)
 #pragma GCC unroll 3
-            for (int t = 0; t < nt; t++) y[t] = _mm512_loadu_si512(blk[t] + 64 * g); /* sgn: packed as y + 128 */
+                for (int t = 0; t < nt; t++) /* sgn: packed as y + 128 */
+                    y[p][t] = _mm512_loadu_si512(blk[t] + 64 * (g + 4 * span * p));
 #pragma GCC unroll 4
-            for (int i = 0; i < nr; i++) {
-                int32_t qg;
-                memcpy(&qg, wb[i].q + 4 * g, sizeof qg);
-                const __m512i u = _mm512_set1_epi32(qg);
+            for (int i = 0; i < nr; i++)
+#pragma GCC unroll 2
+                for (int p = 0; p < par; p++) {
+                    int32_t qg;
+                    memcpy(&qg, wb[i].q + 4 * (g + 4 * span * p), sizeof qg);
+                    const __m512i u = _mm512_set1_epi32(qg);
 #pragma GCC unroll 3
-                for (int t = 0; t < nt; t++) sj[i][t] = sgn ? qt_dpbusd512(sj[i][t], y[t], u) : qt_dpbusd512(sj[i][t], u, y[t]);
-            }
+                    for (int t = 0; t < nt; t++)
+                        sj[p][i][t] = sgn ? qt_dpbusd512(sj[p][i][t], y[p][t], u) : qt_dpbusd512(sj[p][i][t], u, y[p][t]);
+                }
         }
         /* sc·sj exactly in one vpdpwssd (vpmulld is two uops, then an
          * add).  Small types: |sj| <= 16·3·128 (Q3_K biased: 16·4·255)
@@ -363,13 +375,15 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
          * (sj & 255, sj >> 8), one byte shuffle, against (sc, 256 sc),
          * which fits int16 for |sc| <= 128. */
         const __m512i split = _mm512_set4_epi32(0x0e0d800c, 0x0a098008, 0x06058004, 0x02018000);
+#pragma GCC unroll 2
+        for (int p = 0; p < par; p++)
 #pragma GCC unroll 4
-        for (int i = 0; i < nr; i++) {
-            const __m512i sc = _mm512_set1_epi32(wb[i].sc[j]);
+            for (int i = 0; i < nr; i++) {
+                const __m512i sc = _mm512_set1_epi32(wb[i].sc[j + span * p]);
 #pragma GCC unroll 3
-            for (int t = 0; t < nt; t++)
-                is[i][t] = qt_dpwssd512(is[i][t], small ? sj[i][t] : _mm512_shuffle_epi8(sj[i][t], split), sc);
-        }
+                for (int t = 0; t < nt; t++)
+                    is[i][t] = qt_dpwssd512(is[i][t], small ? sj[p][i][t] : _mm512_shuffle_epi8(sj[p][i][t], split), sc);
+            }
     }
 #pragma GCC unroll 3
     for (int t = 0; t < nt; t++) {
