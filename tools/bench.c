@@ -48,9 +48,10 @@ static void bench_usage(FILE *f)
     fprintf(f,
         "usage: qlm bench -m MODEL [options]\n"
         "\n"
-        "Measures prompt processing (ppN: N tokens in one batch) and generation\n"
-        "(tgN: N tokens one at a time) in tokens/s, like llama-bench, whose flags it\n"
-        "takes.  LIST is comma-separated values; every combination is run.\n"
+        "Measures prompt processing (ppN: a prompt of N tokens, decoded in batches of\n"
+        "-b) and generation (tgN: N tokens one at a time) in tokens/s, like\n"
+        "llama-bench, whose flags it takes.  LIST is comma-separated values; every\n"
+        "combination is run.\n"
         "\n"
         "  -m, --model FILE         GGUF model\n"
         "  -p, --n-prompt LIST      prompt lengths (default 512; 0 skips)\n"
