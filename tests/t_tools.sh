@@ -73,7 +73,7 @@ if [ $rc = 0 ] && [ $rc2 = 0 ] && [ "$(grep -c ': warm-up$' "$tmp/err")" = 2 ] &
     && grep -q '^qlm bench: test 2/2 (tg4, ' "$tmp/err2"; then pass bench_progress_warmup
 else fail bench_progress_warmup "rc=$rc/$rc2 $(head -3 "$tmp/err")"; fi
 
-for bad in "-pg 16" "-pg 16,0" "-fa maybe" "-lm dio" "-ngl lots" "-ub 0"; do
+for bad in "-pg 16" "-pg 16,0" "-fa maybe" "-fa ," "-lm dio" "-ngl lots" "-ngl ," "-ub 0"; do
     # shellcheck disable=SC2086
     $QLM bench -m "$M" $bad >"$tmp/out" 2>"$tmp/err"; rc=$?
     name=bench_bad$(printf '%s' "$bad" | tr -c 'a-z0-9' '_')

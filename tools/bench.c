@@ -136,13 +136,15 @@ static int parse_ngl(const char *flag, const char *v)
 {
     char *dup = strdup(v), *save = NULL;
     bool any = false, ok = true;
-    for (char *tok = strtok_r(dup, ",", &save); tok && ok; tok = strtok_r(NULL, ",", &save)) {
+    int n = 0;
+    for (char *tok = strtok_r(dup, ",", &save); tok && ok; tok = strtok_r(NULL, ",", &save), n++) {
         long l;
         ok = qlm_cli_gpu_layers(flag, tok, &l);
         any |= l != 0;
     }
     free(dup);
     if (!ok) return QLM_EUSAGE;
+    if (!n) return qlm_cli_error(QLM_EUSAGE, "%s: empty list", flag);
     if (any) qlm_cli_no_gpu_warning(flag, v);
     return 0;
 }
@@ -150,8 +152,8 @@ static int parse_ngl(const char *flag, const char *v)
 static int parse_fa(const char *flag, const char *v)
 {
     char *dup = strdup(v), *save = NULL;
-    bool off = false;
-    for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    bool off = false, any = false;
+    for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save), any = true) {
         if (!strcmp(tok, "off") || !strcmp(tok, "0")) off = true;
         else if (strcmp(tok, "on") && strcmp(tok, "1") && strcmp(tok, "auto")) {
             free(dup);
@@ -159,6 +161,7 @@ static int parse_fa(const char *flag, const char *v)
         }
     }
     free(dup);
+    if (!any) return qlm_cli_error(QLM_EUSAGE, "%s: empty list", flag);
     if (off)
         fprintf(stderr, "qlm: warning: %s %s: qlm's attention is always the tiled online-softmax kind; "
                         "every test uses it\n", flag, v);
