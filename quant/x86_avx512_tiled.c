@@ -170,8 +170,8 @@ INLINE __m512i scales_q3_K(const uint8_t *scales)
  * vpshufb at byte 2q.  corr = 128 Σ t: what the activations' +128 adds. */
 INLINE void fold_q3_K(wblock *wb, __m512i sc)
 {
-    const __m512i four_less_k = _mm512_set4_epi32((-3 & 0xffff) << 16 | (-2 & 0xffff), (-1 & 0xffff) << 16 | 0,
-                                                  1 << 16 | 2, 3 << 16 | 4);
+    /* words 4, 3, 2, 1, 0, -1, -2, -3 */
+    const __m512i four_less_k = _mm512_set4_epi32((int)0xfffdfffe, (int)0xffff0000, 0x00010002, 0x00030004);
     const __m512i low_word = _mm512_set4_epi32(0x01000100, 0x01000100, 0x01000100, 0x01000100);
     __m512i tsum = _mm512_setzero_si512();
 #pragma GCC unroll 4
