@@ -82,8 +82,10 @@ static size_t q8_K_pack_size(int n, int ncols)
     return (size_t)tiles * (size_t)(n / QT_QK_K) * Q8K_BLOCK_BYTES;
 }
 
-/* flip: 0, or 0x80808080 for the biased layout (y + 128 in each byte) */
-static void q8_K_pack_as(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed, uint32_t flip)
+/* flip: 0, or 0x80808080 for the biased layout (y + 128 in each byte);
+ * sums32: the 32-element sums' pairs in place of the 16-element ones */
+static void q8_K_pack_as(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed, uint32_t flip,
+                         bool sums32)
 {
     const int nb = n / QT_QK_K, c0 = tile * QT_TILE_COLS;
     uint8_t *base = (uint8_t *)packed + (size_t)tile * nb * Q8K_BLOCK_BYTES;
@@ -100,7 +102,13 @@ static void q8_K_pack_as(int n, const void *y, size_t y_stride, int ncols, int t
                 group ^= flip;
                 memcpy(qs + g * 4 * QT_TILE_COLS + 4 * c, &group, sizeof group);
             }
-            for (int j = 0; j < QT_QK_K / 16; j++) bs[(j / 2) * 2 * QT_TILE_COLS + 2 * c + j % 2] = row ? row->bsums[j] : 0;
+            for (int j = 0; j < QT_QK_K / 16; j++) {
+                /* sums32: pair j/2 < 4 holds the sums of 32-element blocks
+                 * j and j + 1 (exact in int16: |sum| <= 32·128), the rest 0 */
+                int16_t v = row ? row->bsums[j] : 0;
+                if (sums32) v = j < QT_QK_K / 32 && row ? (int16_t)(row->bsums[2 * j] + row->bsums[2 * j + 1]) : 0;
+                bs[(j / 2) * 2 * QT_TILE_COLS + 2 * c + j % 2] = v;
+            }
             d[c] = row ? row->d : 0.0f;
         }
     }
@@ -108,12 +116,17 @@ static void q8_K_pack_as(int n, const void *y, size_t y_stride, int ncols, int t
 
 static void q8_K_pack(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
 {
-    q8_K_pack_as(n, y, y_stride, ncols, tile, packed, 0);
+    q8_K_pack_as(n, y, y_stride, ncols, tile, packed, 0, false);
 }
 
 static void q8_K_pack_biased(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
 {
-    q8_K_pack_as(n, y, y_stride, ncols, tile, packed, 0x80808080u);
+    q8_K_pack_as(n, y, y_stride, ncols, tile, packed, 0x80808080u, false);
+}
+
+static void q8_K_pack_sums32(int n, const void *y, size_t y_stride, int ncols, int tile, void *packed)
+{
+    q8_K_pack_as(n, y, y_stride, ncols, tile, packed, 0, true);
 }
 #endif
 
@@ -181,10 +194,15 @@ const qt_tiles *qt_tiles_avx512_vnni(qt_type type)
     static const qt_tiles k_biased = {.pack_size = q8_K_pack_size, .pack = q8_K_pack_biased,
                                       .kernel = qt_avx512_vnni_tiled_biased, .pass_cols = 256,
                                       .kernel_x16 = qt_avx512_vnni_tiled_biased_x16};
+    /* Q4_K and Q5_K: one min per 32 elements, so the mins take 4
+     * vpdpwssd on the 32-element sums' pairs per row and tile, not 8 */
+    static const qt_tiles k32 = {.pack_size = q8_K_pack_size, .pack = q8_K_pack_sums32,
+                                 .kernel = qt_avx512_vnni_tiled, .pass_cols = 256};
     switch (type) {
     case QT_Q8_0: case QT_Q5_0: return &q8_0;
     case QT_Q4_1: case QT_Q5_1: return &q8_1;
-    case QT_Q2_K: case QT_Q4_K: case QT_Q5_K: return &k;
+    case QT_Q2_K: return &k;
+    case QT_Q4_K: case QT_Q5_K: return &k32;
     case QT_Q3_K: case QT_Q6_K: return &k_biased;
     default: return NULL;
     }

@@ -42,6 +42,9 @@
  *     signed bytes as they are); then for each pair of 16-element sums
  *     j = 0..7, bsums 2j, 2j+1 of columns 0..15 as int16; then the
  *     columns' d_y as floats.
+ *   Q8_K with 32-element sums (Q4_K and Q5_K weights on AVX512-VNNI): the
+ *     same, but pair j < 4 of the sums holds the sums of 32-element blocks
+ *     2j and 2j + 1 (bsums 4j + 4j+1 and 4j+2 + 4j+3), pairs 4..7 zero.
  *   Biased Q8_K (the same for Q3_K and Q6_K weights on AVX512-VNNI): the
  *     bytes stored as y + 128, since those kernels take the activations
  *     as vpdpbusd's unsigned operand (x86_avx512_tiled.c); flipping them

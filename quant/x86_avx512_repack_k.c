@@ -50,11 +50,6 @@ typedef struct panel {
 /* Columns whose accm fits the stack array; more are taken in chunks. */
 #define CHUNK 64
 
-INLINE __m512i byte_of(__m512i v, int b)
-{
-    return _mm512_and_si512(_mm512_srli_epi32(v, 8 * b), _mm512_set1_epi32(0xff));
-}
-
 /* Two int32 lanes' low 16 bits as one int16 pair. */
 INLINE __m512i pair16(__m512i lo, __m512i hi)
 {
@@ -87,18 +82,8 @@ INLINE void scales_q4_K(panel *p, const uint8_t *blk, size_t stride, const int x
     load16x4(blk, head_stride(stride, x16), h); /* d | dmin, then the 12 scale bytes */
     p->d = halves(h[0], 0);
     p->dmin = halves(h[0], 1);
-    const __m512i s0 = h[1], s1 = h[2], s2 = h[3];
-    const __m512i m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15);
     __m512i m[8];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-        p->sc[j] = _mm512_and_si512(byte_of(s0, j), m63);
-        m[j] = _mm512_and_si512(byte_of(s1, j), m63);
-        const __m512i hs = _mm512_slli_epi32(_mm512_srli_epi32(byte_of(s0, j), 6), 4);
-        const __m512i hm = _mm512_slli_epi32(_mm512_srli_epi32(byte_of(s1, j), 6), 4);
-        p->sc[j + 4] = _mm512_or_si512(_mm512_and_si512(byte_of(s2, j), m15), hs);
-        m[j + 4] = _mm512_or_si512(_mm512_srli_epi32(byte_of(s2, j), 4), hm);
-    }
+    q4_K_scales16(h[1], h[2], h[3], p->sc, m);
     for (int g = 0; g < 4; g++) p->mins[g] = pair16(m[2 * g], m[2 * g + 1]);
     for (int j = 0; j < 8; j++) p->scf[j] = _mm512_cvtepi32_ps(p->sc[j]);
 }

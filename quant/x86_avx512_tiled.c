@@ -47,6 +47,7 @@
 #include "tiled.h"
 #include "tiles.h"
 #include "x86_avx512_tiles.h"
+#include "x86_avx512_wide.h"
 
 #define INLINE static inline __attribute__((always_inline))
 #define QT_X86_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
@@ -64,9 +65,11 @@ typedef struct wblock {
     int32_t sc[16];       /* scale per 16 elements as vpdpwssd's int16 pair: (sc, 0) for Q2_K and
                            * Q3_K, (sc, 256 sc) for the others (block_tiles) */
     int32_t corr;         /* with a bias: 128 Σ sc_j Σ (q - bias) over sub-block j (Q3_K: 128 Σ t) */
-    const uint8_t *t;     /* Q3_K: its folded quants (fold_q3_K), elements 4g..4g+3 at t + g·tstep
-                           * (block_tiles: 4 from a row's decode, 64 from a band's) */
-    int32_t m[8];         /* int16 mins of sums 2j, 2j+1 */
+    const uint8_t *t;     /* the quants as block_tiles reads them (q, Q3_K's folded ones, or a
+                           * band's), elements 4g..4g+3 at t + g·tstep (4 from a row's decode, 64
+                           * from a band's: band_q3_K_x16, band_rows) */
+    int32_t m[8];         /* int16 mins of sums 2j, 2j+1: 16-element sums (Q2_K), 32-element ones
+                           * for Q4_K and Q5_K (tiles.h's sums32 layout; j < 4) */
     float d, neg_dmin;
     bool has_min;
 } wblock;
@@ -247,6 +250,7 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
     __m512i sc;
     int bias;
     quants(type, x, wb->q);
+    wb->t = wb->q;
     if (type == QT_Q3_K) {
         const qt_block_q3_K *b = (const qt_block_q3_K *)x;
         sc = scales_q3_K(b->scales);
@@ -264,7 +268,10 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
         qt_tiled_unpack_scales(type, x, &k);
         sc = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)k.sc));
         bias = k.bias;
-        memcpy(wb->m, k.m, sizeof wb->m);
+        if (type == QT_Q2_K)
+            memcpy(wb->m, k.m, sizeof wb->m);
+        else /* one min per 32 elements: k.m[2j] = k.m[2j + 1] */
+            for (int j = 0; j < 4; j++) wb->m[j] = (int32_t)((uint32_t)(uint16_t)k.m[4 * j] | (uint32_t)k.m[4 * j + 2] << 16);
         wb->d = k.d;
         wb->neg_dmin = -k.dmin;
         wb->has_min = k.has_min;
@@ -291,6 +298,187 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
         }
         wb->corr = 128 * (_mm512_reduce_add_epi32(dot) - 16 * bias * _mm512_reduce_add_epi32(sc));
     }
+}
+
+/* Rows decoded together, whose groups meet each few tiles in turn while
+ * the tiles' activation blocks are in L1.  Group after group, every group
+ * streamed the whole pass's blocks again: from L3 where a pass outgrows
+ * L2 (the 18944-wide down projection of a 7B model, 2.7 MB a pass, ran at
+ * 0.79x the rate of narrower ones), and from L2 elsewhere, whose bandwidth
+ * then set the pace (bands, 1 thread, 2048 rows by 256 columns: Q6_K
+ * 1.06-1.09x, Q3_K 1.06x, Q5_K 1.02x). */
+#define BAND 16
+_Static_assert(BAND % GROUP == 0 && ROWS % BAND == 0, "bands are whole groups and never straddle a flush");
+_Static_assert(BAND == 16, "a band of an x16 matrix is one group");
+
+/* ---- a band's 16 rows decoded together (Q4_K, Q5_K, Q6_K) -------------
+ * As fold_q3_K_x16 does from the x16 layout, but from rows: each part of
+ * the 16 blocks goes through a 16 x 16 transpose (load16x16) into
+ * row-per-lane form, where the quants of elements 4g..4g+3 of all 16 rows
+ * are one vector, unpacked with 512-bit steps straight to t[64 g + 4 r]
+ * (block_tiles reads them at stride 64), and the scales of all 16 rows
+ * take a few vector steps and one transpose into the wblocks.  The values
+ * are decode's, so the sums and bits are too. */
+
+/* v[j] lane r (row r's value j) into wb[r].sc[j], or (mins, j < 8)
+ * wb[r].m[j]: one 16 x 16 transpose. */
+INLINE void lanes_to_rows(const __m512i v[16], wblock wb[BAND], const int mins)
+{
+    __m512 f[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) f[j] = _mm512_castsi512_ps(v[j]);
+    qt_transpose16(f);
+#pragma GCC unroll 16
+    for (int r = 0; r < BAND; r++) {
+        if (mins)
+            _mm256_storeu_ps((float *)wb[r].m, _mm512_castps512_ps256(f[r]));
+        else
+            _mm512_storeu_ps((float *)wb[r].sc, f[r]);
+    }
+}
+
+/* A lane's float or int32 per row into the wblocks. */
+INLINE void lanes_to_fields(__m512 d, __m512 neg_dmin, __m512i corr, bool has_min, uint8_t *t, wblock wb[BAND])
+{
+    alignas(64) float dv[16], nv[16];
+    alignas(64) int32_t cv[16];
+    _mm512_store_ps(dv, d);
+    _mm512_store_ps(nv, neg_dmin);
+    _mm512_store_si512((void *)cv, corr);
+    for (int r = 0; r < BAND; r++) {
+        wb[r].d = dv[r];
+        wb[r].neg_dmin = nv[r];
+        wb[r].corr = cv[r];
+        wb[r].has_min = has_min;
+        wb[r].t = t + 4 * r;
+    }
+}
+
+/* Each scale as vpdpwssd's pair (sc, 256 sc), as decode forms it. */
+INLINE __m512i scale_pair(__m512i sc)
+{
+    return _mm512_or_si512(_mm512_and_si512(sc, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(sc, 24));
+}
+
+/* Q4_K (q5 = 0) and Q5_K: quants q in [0, 31] unsigned, no bias.  Element
+ * 64c + 32n + i (n: nibble) is nibble n of qs[32c + i], plus 16 where bit
+ * 2c + n of qh[i] is set (Q5_K); so qs dword 8c + k gives elements 4g..4g+3
+ * for g = 16c + 8n + k, with qh dword k. */
+INLINE void band_q45_K(const uint8_t *blk, size_t stride, const int q5, uint8_t *t, wblock wb[BAND])
+{
+    __m512i h[4], v[16];
+    load16x4(blk, stride, h); /* d | dmin, then the 12 scale bytes */
+    __m512i sc[8], m[8];
+    q4_K_scales16(h[1], h[2], h[3], sc, m);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) v[2 * j] = v[2 * j + 1] = scale_pair(sc[j]);
+    lanes_to_rows(v, wb, 0);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) /* (m_2j, m_2j+1): the sums32 layout's pair j */
+        v[j] = j < 4 ? _mm512_or_si512(m[2 * j], _mm512_slli_epi32(m[2 * j + 1], 16)) : _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int j = 8; j < 16; j++) v[j] = _mm512_setzero_si512();
+    lanes_to_rows(v, wb, 1);
+    const __m512 dmin = halves(h[0], 1);
+    lanes_to_fields(halves(h[0], 0), _mm512_xor_ps(dmin, _mm512_set1_ps(-0.0f)), _mm512_setzero_si512(), true, t, wb);
+
+    const __m512i m4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(16);
+    __m512i qh[8], qs[16];
+    /* Q4_K: qs at byte 16; Q5_K: qh at 16, qs at 48, read in three
+     * 64-byte spans inside the block (16, 80, 112) */
+    const int spans = q5 ? 3 : 2;
+    for (int sp = 0; sp < spans; sp++) {
+        const int off = q5 ? (sp == 0 ? 16 : sp == 1 ? 80 : 112) : 16 + 64 * sp;
+        load16x16(blk + off, stride, qs);
+        /* the qs dwords this span adds, and where they start */
+        const int first = q5 ? (sp == 0 ? 0 : sp == 1 ? 8 : 24) : 16 * sp;
+        const int from = q5 ? (sp == 0 ? 8 : sp == 1 ? 0 : 8) : 0, count = q5 ? (sp == 1 ? 16 : 8) : 16;
+        if (q5 && sp == 0)
+            for (int k = 0; k < 8; k++) qh[k] = qs[k];
+        for (int e = 0; e < count; e++) {
+            const int i = first + e, c = i / 8, k = i % 8;
+            const __m512i raw = qs[from + e];
+            __m512i lo = _mm512_and_si512(raw, m4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+            if (q5) {
+                lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh[k], _mm512_set1_epi8((char)(1 << (2 * c)))), lo, b16);
+                hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh[k], _mm512_set1_epi8((char)(2 << (2 * c)))), hi, b16);
+            }
+            _mm512_store_si512((void *)(t + 64 * (16 * c + k)), lo);
+            _mm512_store_si512((void *)(t + 64 * (16 * c + 8 + k)), hi);
+        }
+    }
+}
+
+/* Q6_K: q - 32 signed (the activations biased, tiles.h).  Element 128h +
+ * 32p + i is nibble p/2 of ql[64h + 32(p % 2) + i] with bits 2p, 2p + 1
+ * of qh[32h + i] above it: ql dword 16h + 8(p % 2) + k and qh dword 8h + k
+ * give elements 4g..4g+3 for g = 32h + 8p + k.  corr, as decode's, from
+ * vpdpbusd of the unsigned quants by each row's scale bytes. */
+INLINE void band_q6_K(const uint8_t *blk, size_t stride, uint8_t *t, wblock wb[BAND])
+{
+    __m512i h[4], v[16];
+    load16x4(blk + offsetof(qt_block_q6_K, scales), stride, h); /* h[q] lane r: row r's scales 4q..4q+3 */
+    __m512i scsum = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+        const int b = j % 4;
+        v[j] = scale_pair(_mm512_srai_epi32(_mm512_slli_epi32(h[j / 4], 24 - 8 * b), 24));
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) scsum = qt_dpbusd512(scsum, _mm512_set1_epi8(1), h[q]);
+    lanes_to_rows(v, wb, 0);
+
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), b32 = _mm512_set1_epi8(32);
+    __m512i dot = _mm512_setzero_si512(), qh[16], ql[16];
+    load16x16(blk + offsetof(qt_block_q6_K, qh), stride, qh);
+    for (int hh = 0; hh < 2; hh++) {
+        load16x16(blk + 64 * hh, stride, ql);
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; p++) {
+            /* the part's two sub-blocks: row r's scale in every byte of its lane */
+            const int j0 = (32 * hh + 8 * p) / 4;
+            __m512i scb[2];
+#pragma GCC unroll 2
+            for (int s2 = 0; s2 < 2; s2++) {
+                const int j = j0 + s2, at = (j % 4) * 0x01010101;
+                scb[s2] = _mm512_shuffle_epi8(h[j / 4], _mm512_set4_epi32(0x0c0c0c0c + at, 0x08080808 + at,
+                                                                          0x04040404 + at, at));
+            }
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const int g = 32 * hh + 8 * p + k;
+                const __m512i raw = ql[8 * (p % 2) + k];
+                const __m512i lo = _mm512_and_si512(p / 2 ? _mm512_srli_epi16(raw, 4) : raw, m4);
+                const __m512i hb = qh[8 * hh + k];
+                /* bits 2p, 2p + 1 of each byte to bits 4, 5 (16-bit shifts:
+                 * the mask keeps only bits from the same byte) */
+                const __m512i up = p < 2 ? _mm512_slli_epi16(hb, 4 - 2 * p) : p == 2 ? hb : _mm512_srli_epi16(hb, 2);
+                const __m512i q = _mm512_ternarylogic_epi32(up, m30, lo, 0xea); /* (up & 0x30) | lo */
+                dot = qt_dpbusd512(dot, q, scb[g / 4 - j0]);
+                _mm512_store_si512((void *)(t + 64 * g), _mm512_sub_epi8(q, b32));
+            }
+        }
+    }
+    /* decode's 128 (Σ sc·q - 16·32 Σ sc) */
+    const __m512i corr = _mm512_slli_epi32(_mm512_sub_epi32(dot, _mm512_slli_epi32(scsum, 9)), 7);
+    alignas(64) float dv[16];
+    for (int r = 0; r < BAND; r++) {
+        uint16_t d;
+        memcpy(&d, blk + (size_t)r * stride + offsetof(qt_block_q6_K, d), sizeof d);
+        dv[r] = qt_f16_to_f32(d);
+    }
+    lanes_to_fields(_mm512_load_ps(dv), _mm512_setzero_ps(), corr, false, t, wb);
+}
+
+/* Whether a band of this type is decoded together (band_rows). */
+INLINE bool band_type(qt_type type) { return type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K; }
+
+INLINE void band_rows(qt_type type, const uint8_t *blk, size_t stride, uint8_t *t, wblock wb[BAND])
+{
+    if (type == QT_Q6_K)
+        band_q6_K(blk, stride, t, wb);
+    else
+        band_q45_K(blk, stride, type == QT_Q5_K, t, wb);
 }
 
 /* nr rows x nt tiles (constants) of one block: the integer sums, then the
@@ -362,7 +550,7 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
 #pragma GCC unroll 2
                 for (int p = 0; p < par; p++) {
                     int32_t qg;
-                    memcpy(&qg, wb[i].q + 4 * (g + 4 * span * p), sizeof qg);
+                    memcpy(&qg, wb[i].t + tstep * (g + 4 * span * p), sizeof qg);
                     const __m512i u = _mm512_set1_epi32(qg);
 #pragma GCC unroll 3
                     for (int t = 0; t < nt; t++)
@@ -398,7 +586,8 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
             __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(wb[i].d));
             if (wb[i].has_min) {
                 __m512i im = _mm512_setzero_si512();
-                for (int j = 0; j < 8; j++)
+                /* span 2 (Q4_K, Q5_K): pairs of 32-element sums */
+                for (int j = 0; j < (span == 2 ? 4 : 8); j++)
                     im = qt_dpwssd512(im, _mm512_loadu_si512(bs + 2 * QT_TILE_COLS * j), _mm512_set1_epi32(wb[i].m[j]));
                 r = _mm512_fmadd_ps(_mm512_set1_ps(wb[i].neg_dmin), _mm512_cvtepi32_ps(im), r);
             }
@@ -428,6 +617,8 @@ BLOCK_TILES4(2, 0, 0, 4)  /* Q4_K, Q5_K */
 BLOCK_TILES4(1, 1, 0, 4)  /* Q2_K */
 BLOCK_TILES4(1, 1, 1, 4)  /* Q3_K */
 BLOCK_TILES4(1, 1, 1, 64) /* Q3_K from x16 (fold_q3_K_x16) */
+BLOCK_TILES4(1, 0, 1, 64) /* Q6_K, a band (band_rows) */
+BLOCK_TILES4(2, 0, 0, 64) /* Q4_K, Q5_K, a band */
 #undef BLOCK_TILES4
 #undef BLOCK_TILES
 
@@ -456,17 +647,6 @@ INLINE void store_group(__m512 acc[GROUP][MAX_TILES], int t, float *res)
 
 typedef void (*block_tiles_fn)(const wblock *, const uint8_t *const[3], __m512[GROUP][MAX_TILES], int);
 
-/* Rows decoded together, whose groups meet each few tiles in turn while
- * the tiles' activation blocks are in L1.  Group after group, every group
- * streamed the whole pass's blocks again: from L3 where a pass outgrows
- * L2 (the 18944-wide down projection of a 7B model, 2.7 MB a pass, ran at
- * 0.79x the rate of narrower ones), and from L2 elsewhere, whose bandwidth
- * then set the pace (bands, 1 thread, 2048 rows by 256 columns: Q6_K
- * 1.06-1.09x, Q3_K 1.06x, Q5_K 1.02x). */
-#define BAND 16
-_Static_assert(BAND % GROUP == 0 && ROWS % BAND == 0, "bands are whole groups and never straddle a flush");
-_Static_assert(BAND == 16, "a band of an x16 matrix is one group");
-
 /* Groups in the next band of `left` rows: 0 for a single row. */
 INLINE int band_groups(int left)
 {
@@ -485,15 +665,17 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
     const size_t tile_bytes = (size_t)nb * BLOCK_BYTES;
     /* [kind]: 0 scales per 16 elements (Q6_K), 1 per 32 (Q4_K, Q5_K), 2
      * per 16 with quants below 8 (Q2_K; 16-element sums fit int16), 3 the
-     * same with a bias (Q3_K); then [4 rows?][tiles - 1] (a single row
+     * same with a bias (Q3_K), 4 Q3_K from x16, 5 and 6 kinds 0 and 1
+     * from a band decoded together (band_rows); then [4 rows?][tiles - 1] (a single row
      * steps 2 tiles at most: its third slot is never taken) */
 #define BLOCK_FNS(span, small, sgn, tstep)                                                                        \
     {{block_tiles_1_1_##span##_##small##_##sgn##_##tstep, block_tiles_1_2_##span##_##small##_##sgn##_##tstep,  \
       block_tiles_1_2_##span##_##small##_##sgn##_##tstep},                                                       \
      {block_tiles_4_1_##span##_##small##_##sgn##_##tstep, block_tiles_4_2_##span##_##small##_##sgn##_##tstep,  \
       block_tiles_4_3_##span##_##small##_##sgn##_##tstep}}
-    static const block_tiles_fn fns[5][2][3] = {BLOCK_FNS(1, 0, 1, 4), BLOCK_FNS(2, 0, 0, 4), BLOCK_FNS(1, 1, 0, 4),
-                                                BLOCK_FNS(1, 1, 1, 4), BLOCK_FNS(1, 1, 1, 64)};
+    static const block_tiles_fn fns[7][2][3] = {BLOCK_FNS(1, 0, 1, 4),  BLOCK_FNS(2, 0, 0, 4),  BLOCK_FNS(1, 1, 0, 4),
+                                                BLOCK_FNS(1, 1, 1, 4),  BLOCK_FNS(1, 1, 1, 64), BLOCK_FNS(1, 0, 1, 64),
+                                                BLOCK_FNS(2, 0, 0, 64)};
 #undef BLOCK_FNS
     const int wide = type == QT_Q4_K || type == QT_Q5_K ? 1 : type == QT_Q2_K ? 2 : type == QT_Q3_K ? (x16 ? 4 : 3) : 0;
     stream = qt_rp_stream_out(stream, out, out_stride);
@@ -533,8 +715,11 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
                     }
                 }
                 wblock wb[BAND];
+                const bool together = !x16 && ng == BAND / GROUP && band_type(type);
                 if (x16 && type == QT_Q3_K)
                     fold_q3_K_x16(sb, folded, wb);
+                else if (together)
+                    band_rows(type, (const uint8_t *)w + (size_t)r * w_stride + (size_t)b * wbytes, w_stride, folded, wb);
                 else
                     for (int i = 0; i < nr; i++)
                         decode(type,
@@ -548,7 +733,8 @@ INLINE void tiled(qt_type type, int n, const void *w, size_t w_stride, int nrows
                     const uint8_t *blk[3] = {pass + (size_t)t * tile_bytes + (size_t)b * BLOCK_BYTES,
                                              pass + (size_t)(t + 1) * tile_bytes + (size_t)b * BLOCK_BYTES,
                                              pass + (size_t)(t + 2) * tile_bytes + (size_t)b * BLOCK_BYTES};
-                    for (int g = 0; g < (ng ? ng : 1); g++) fns[wide][ng > 0][k - 1](&wb[GROUP * g], blk, &acc[GROUP * g], t);
+                    const int kind = together ? (type == QT_Q6_K ? 5 : 6) : wide;
+                    for (int g = 0; g < (ng ? ng : 1); g++) fns[kind][ng > 0][k - 1](&wb[GROUP * g], blk, &acc[GROUP * g], t);
                     t += k;
                 }
             }

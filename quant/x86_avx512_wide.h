@@ -110,6 +110,31 @@ INLINE void prefetch_ahead(const uint8_t *p, size_t stride, size_t len, size_t o
     prefetch_rows(off < len ? p + off : p + 16 * stride + (off - len), stride, bytes);
 }
 
+/* Byte b of each lane, zero-extended. */
+INLINE __m512i byte_of(__m512i v, int b)
+{
+    return _mm512_and_si512(_mm512_srli_epi32(v, 8 * b), _mm512_set1_epi32(0xff));
+}
+
+/* The 6-bit scales and mins of 16 Q4_K/Q5_K blocks, one per lane, from
+ * their scale bytes 0-3, 4-7 and 8-11 in s0, s1, s2 (load16x4 of the
+ * blocks' first 16 bytes gives them as its v[1..3]): sc[j] and m[j] lane
+ * r are row r's scale and min of 32-element sub-block j, as
+ * quant/repack_ref.c's q4_K_scale_min unpacks them. */
+INLINE void q4_K_scales16(__m512i s0, __m512i s1, __m512i s2, __m512i sc[8], __m512i m[8])
+{
+    const __m512i m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        sc[j] = _mm512_and_si512(byte_of(s0, j), m63);
+        m[j] = _mm512_and_si512(byte_of(s1, j), m63);
+        const __m512i hs = _mm512_slli_epi32(_mm512_srli_epi32(byte_of(s0, j), 6), 4);
+        const __m512i hm = _mm512_slli_epi32(_mm512_srli_epi32(byte_of(s1, j), 6), 4);
+        sc[j + 4] = _mm512_or_si512(_mm512_and_si512(byte_of(s2, j), m15), hs);
+        m[j + 4] = _mm512_or_si512(_mm512_srli_epi32(byte_of(s2, j), 4), hm);
+    }
+}
+
 /* The f16 in the low (hi = 0) or high half of each lane, widened exactly. */
 INLINE __m512 halves(__m512i v, int hi)
 {
