@@ -28,7 +28,8 @@
  *     vpmulld and FMAs share two pipes;
  *   - the mins as Σ m·bsum, 8 vpdpwssd on the packed int16 bsum pairs
  *     (the bsums are the sums of the activation bytes, as quantize_q8_K
- *     makes them).
+ *     makes them); Q4_K's and Q5_K's, one per 32 elements, 4 on pairs of
+ *     32-element sums (tiles.h's sums32 layout).
  * vpdpwssd on int16 sc·(q - bias) pairs instead needs no multiplies but
  * does 2 products per lane: measured 12-25 % slower.  A group of 4 rows
  * meets 3 tiles at a time: each activation load serves 4 rows and each
@@ -67,7 +68,7 @@ typedef struct wblock {
     int32_t corr;         /* with a bias: 128 Σ sc_j Σ (q - bias) over sub-block j (Q3_K: 128 Σ t) */
     const uint8_t *t;     /* the quants as block_tiles reads them (q, Q3_K's folded ones, or a
                            * band's), elements 4g..4g+3 at t + g·tstep (4 from a row's decode, 64
-                           * from a band's: band_q3_K_x16, band_rows) */
+                           * from a band's: fold_q3_K_x16, band_rows) */
     int32_t m[8];         /* int16 mins of sums 2j, 2j+1: 16-element sums (Q2_K), 32-element ones
                            * for Q4_K and Q5_K (tiles.h's sums32 layout; j < 4) */
     float d, neg_dmin;
