@@ -240,6 +240,12 @@ INLINE void fold_q3_K_x16(const uint8_t *sb, uint8_t *t, wblock wb[QT_X16_ROWS])
     }
 }
 
+/* Each scale as vpdpwssd's int16 pair (sc, 256 sc) (block_tiles). */
+INLINE __m512i scale_pair(__m512i sc)
+{
+    return _mm512_or_si512(_mm512_and_si512(sc, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(sc, 24));
+}
+
 /* Types with a bias (Q3_K, Q6_K) take their quants signed, q - bias, and
  * the activations unsigned, y + 128 (block_tiles): Σ (y + 128)(q - bias)
  * = Σ y (q - bias) + 128 Σ (q - bias), and the last term, times the
@@ -278,8 +284,7 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
         wb->has_min = k.has_min;
     }
     const bool small = type == QT_Q2_K || type == QT_Q3_K;
-    const __m512i low = _mm512_and_si512(sc, _mm512_set1_epi32(0xffff));
-    _mm512_storeu_si512((void *)wb->sc, small ? low : _mm512_or_si512(low, _mm512_slli_epi32(sc, 24)));
+    _mm512_storeu_si512((void *)wb->sc, small ? _mm512_and_si512(sc, _mm512_set1_epi32(0xffff)) : scale_pair(sc));
     wb->corr = 0;
     if (type == QT_Q3_K) {
         fold_q3_K(wb, sc);
@@ -355,12 +360,6 @@ INLINE void lanes_to_fields(__m512 d, __m512 neg_dmin, __m512i corr, bool has_mi
     }
 }
 
-/* Each scale as vpdpwssd's pair (sc, 256 sc), as decode forms it. */
-INLINE __m512i scale_pair(__m512i sc)
-{
-    return _mm512_or_si512(_mm512_and_si512(sc, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(sc, 24));
-}
-
 /* Q4_K (q5 = 0) and Q5_K: quants q in [0, 31] unsigned, no bias.  Element
  * 64c + 32n + i (n: nibble) is nibble n of qs[32c + i], plus 16 where bit
  * 2c + n of qh[i] is set (Q5_K); so qs dword 8c + k gives elements 4g..4g+3
@@ -385,20 +384,16 @@ INLINE void band_q45_K(const uint8_t *blk, size_t stride, const int q5, uint8_t 
 
     const __m512i m4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(16);
     __m512i qh[8], qs[16];
-    /* Q4_K: qs at byte 16; Q5_K: qh at 16, qs at 48, read in three
-     * 64-byte spans inside the block (16, 80, 112) */
-    const int spans = q5 ? 3 : 2;
-    for (int sp = 0; sp < spans; sp++) {
-        const int off = q5 ? (sp == 0 ? 16 : sp == 1 ? 80 : 112) : 16 + 64 * sp;
-        load16x16(blk + off, stride, qs);
-        /* the qs dwords this span adds, and where they start */
-        const int first = q5 ? (sp == 0 ? 0 : sp == 1 ? 8 : 24) : 16 * sp;
-        const int from = q5 ? (sp == 0 ? 8 : sp == 1 ? 0 : 8) : 0, count = q5 ? (sp == 1 ? 16 : 8) : 16;
-        if (q5 && sp == 0)
-            for (int k = 0; k < 8; k++) qh[k] = qs[k];
-        for (int e = 0; e < count; e++) {
-            const int i = first + e, c = i / 8, k = i % 8;
-            const __m512i raw = qs[from + e];
+    if (q5) { /* qh's 8 dwords: the first half of the 64 bytes at 16 */
+        load16x16(blk + offsetof(qt_block_q5_K, qh), stride, qs);
+        for (int k = 0; k < 8; k++) qh[k] = qs[k];
+    }
+    const size_t at = q5 ? offsetof(qt_block_q5_K, qs) : offsetof(qt_block_q4_K, qs);
+    for (int half = 0; half < 2; half++) {
+        load16x16(blk + at + 64 * half, stride, qs); /* qs dwords 16 half .. 16 half + 15 */
+        for (int e = 0; e < 16; e++) {
+            const int i = 16 * half + e, c = i / 8, k = i % 8;
+            const __m512i raw = qs[e];
             __m512i lo = _mm512_and_si512(raw, m4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
             if (q5) {
                 lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh[k], _mm512_set1_epi8((char)(1 << (2 * c)))), lo, b16);
