@@ -19,6 +19,11 @@
 #                   SIGSEGV in ggml_backend_amx_mul_mat on the first prompt
 #                   batch (any of Q4_0/Q4_K; llama.cpp issue #20824), so the
 #                   masked build stays the reference
+#
+# The fastest CPU fork, ik_llama.cpp, ships the same way (the
+# ik-llama-cpp-python source package, vendor/ik_llama.cpp): with
+# QLM_REF_SDIST pointing at it, only its llama-bench is built (by default),
+# for tools/compare_bench.py --ref ik_llama_cpp_python-<version>.
 set -euo pipefail
 
 REF_DIR=${QLM_REF_DIR:-$HOME/.cache/qlm/ref}
@@ -29,7 +34,7 @@ JOBS=${QLM_REF_JOBS:-2}
 # server library (slow to compile, needs LLAMA_BUILD_SERVER); the classic
 # one-shot CLI is llama-completion. `llama` is the shared libllama.so that
 # ref_greedy.py loads through ctypes.
-TARGETS=${QLM_REF_TARGETS:-llama llama-completion llama-bench llama-perplexity llama-tokenize llama-simple}
+TARGETS_DEFAULT="llama llama-completion llama-bench llama-perplexity llama-tokenize llama-simple"
 
 if [ ! -f "$SDIST" ]; then
     echo "error: sdist not found: $SDIST" >&2
@@ -40,6 +45,14 @@ mkdir -p "$REF_DIR"
 name=$(basename "$SDIST" .tar.gz)
 SRC_ROOT=$REF_DIR/$name
 LLAMA_SRC=$SRC_ROOT/vendor/llama.cpp
+FORK_OPTS=
+case $name in
+ik_llama_cpp_python-*)
+    # its flash-attention kernels for every KV quant take most of an hour
+    # on 2 cores; benchmarks use the default (f16) cache
+    LLAMA_SRC=$SRC_ROOT/vendor/ik_llama.cpp; TARGETS_DEFAULT=llama-bench; FORK_OPTS="-DGGML_IQK_FA_ALL_QUANTS=OFF" ;;
+esac
+TARGETS=${QLM_REF_TARGETS:-$TARGETS_DEFAULT}
 BUILD=$REF_DIR/build-$name
 [ "${QLM_REF_AMX:-0}" = 1 ] && BUILD=$BUILD-amx
 
@@ -50,6 +63,15 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sdist_sum" ]; then
     rm -rf "$SRC_ROOT" "$BUILD"
     tar -xzf "$SDIST" -C "$REF_DIR"
     echo "$sdist_sum" > "$stamp"
+fi
+
+# ik_llama.cpp's source package lacks the script that writes
+# common/build-info.cpp from git: write it from its template once, so that
+# make finds it newer than the template and never runs the script.
+info=$LLAMA_SRC/common/build-info.cpp
+if [ -f "$info.in" ] && [ ! -f "$LLAMA_SRC/common/cmake/build-info-gen-cpp.cmake" ] && [ ! -f "$info" ]; then
+    sed -e 's/@BUILD_NUMBER@/0/' -e "s/@BUILD_COMMIT@/$name/" -e 's/@BUILD_COMPILER@/cc/' \
+        -e 's/@BUILD_TARGET@/native/' "$info.in" > "$info"
 fi
 
 # Server/app/UI are off: they are not needed for reference runs and the UI
@@ -78,6 +100,7 @@ nice -n 10 cmake -S "$LLAMA_SRC" -B "$BUILD" \
     -DLLAMA_BUILD_SERVER=OFF \
     -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_UI=OFF \
+    $FORK_OPTS \
     > "$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log" >&2; exit 1; }
 
 # shellcheck disable=SC2086

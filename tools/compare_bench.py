@@ -14,6 +14,14 @@ between consecutive calls; the median of one per round damps that).
 
 llama-bench comes from tools/build_llamacpp.sh (the llama-cpp-python source
 package, built outside the repository); nothing of llama.cpp lands here.
+`--ref NAME[:FLAGS]` (repeatable) names the llama-bench builds to compare
+with (build-NAME under the cache; default the llama.cpp one), each with
+extra llama-bench flags if given: ik_llama.cpp, the fastest CPU fork,
+builds the same way from its own source package (`QLM_REF_SDIST=
+.../ik_llama_cpp_python-0.1.5.tar.gz tools/build_llamacpp.sh`), and
+`--ref llama_cpp_python-0.3.36 --ref "ik_llama_cpp_python-0.1.5:-rtr 1"`
+runs all three programs in rotation, each round in another order, with
+qlm's ratio against each.
 
 Usage:
   tools/build_llamacpp.sh
@@ -50,7 +58,18 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parent.parent
 REF_DIR = pathlib.Path(os.environ.get("QLM_REF_DIR", pathlib.Path.home() / ".cache/qlm/ref"))
 REF_NAME = os.environ.get("QLM_REF_NAME", "llama_cpp_python-0.3.36")
-LLAMA_BENCH = REF_DIR / f"build-{REF_NAME}" / "bin" / "llama-bench"
+
+
+class Ref:
+    """One llama-bench build (build-NAME) and the extra flags it runs with."""
+
+    def __init__(self, spec):
+        name, _, flags = spec.partition(":")
+        self.name, self.flags = name, flags.split()
+        self.bench = REF_DIR / f"build-{name}" / "bin" / "llama-bench"
+        # ik_llama.cpp's llama-bench predates -d and -lm (it maps with -mmp)
+        self.fork = "ik_llama" in name
+        self.label = ("ik_llama.cpp" if self.fork else "llama.cpp") + (f" {flags}" if flags else "")
 
 
 def run_json(cmd):
@@ -59,15 +78,18 @@ def run_json(cmd):
 
 
 def test_flags(a):
-    """The flags both programs take alike (qlm bench takes llama-bench's)."""
-    flags = ["-t", str(a.threads), "-p", str(a.p), "-n", str(a.n), "-d", str(a.depth), "-r", str(a.reps)]
+    """The flags every program takes alike (qlm bench takes llama-bench's)."""
+    flags = ["-t", str(a.threads), "-p", str(a.p), "-n", str(a.n), "-r", str(a.reps)]
+    if a.depth:
+        flags += ["-d", str(a.depth)]
     for pg in a.pg or []:
         flags += ["-pg", pg]
     return flags + ["-o", "json"]
 
 
-def llama_rows(model, a):
-    rows = run_json([str(LLAMA_BENCH), "-m", model] + test_flags(a) + (["-lm", "none"] if a.no_mmap else []))
+def llama_rows(ref, model, a):
+    no_mmap = (["-mmp", "0"] if ref.fork else ["-lm", "none"]) if a.no_mmap else []
+    rows = run_json([str(ref.bench), "-m", model] + test_flags(a) + no_mmap + ref.flags)
     res = {}
     for r in rows:
         if r["n_prompt"] and r["n_gen"]:
@@ -158,9 +180,15 @@ def main():
                     help="drop each model's cached pages before its first round (see above)")
     ap.add_argument("--no-mmap", action="store_true",
                     help="both programs read the weights into anonymous memory instead of mapping the file")
+    ap.add_argument("--ref", action="append", metavar="NAME[:FLAGS]",
+                    help=f"a llama-bench build to compare with, build-NAME (default {REF_NAME}); repeatable")
     a = ap.parse_args()
-    if not LLAMA_BENCH.exists():
-        sys.exit(f"error: {LLAMA_BENCH} missing; run tools/build_llamacpp.sh first")
+    a.refs = [Ref(spec) for spec in a.ref or [REF_NAME]]
+    if a.depth and any(r.fork for r in a.refs):
+        sys.exit("error: ik_llama.cpp's llama-bench has no -d")
+    for ref in a.refs:
+        if not ref.bench.exists():
+            sys.exit(f"error: {ref.bench} missing; run tools/build_llamacpp.sh first")
     if not (REPO / "qlm").exists():
         sys.exit("error: ./qlm missing; run make first")
 
@@ -168,25 +196,32 @@ def main():
     for model in a.model:
         summary.append((model, compare(model, a)))
     if len(summary) > 1:
-        print(f"\n| model | test | llama.cpp t/s | qlm t/s | qlm / llama.cpp |")
-        print(f"|---|---|---|---|---|")
+        heads = " | ".join(f"{r.label} t/s" for r in a.refs)
+        ratios = " | ".join(f"qlm / {r.label}" for r in a.refs)
+        print(f"\n| model | test | {heads} | qlm t/s | {ratios} |")
+        print("|---|---|" + "---|" * (2 * len(a.refs) + 1))
         for model, rows in summary:
-            for test, l, q, r in rows:
-                print(f"| {pathlib.Path(model).name} | {test} | {l:.1f} | {q:.1f} | {r} |")
+            for test, refs, q, rs in rows:
+                print(f"| {pathlib.Path(model).name} | {test} | " + " | ".join(f"{l:.1f}" for l in refs) +
+                      f" | {q:.1f} | " + " | ".join(rs) + " |")
 
 
 def compare(model, a):
     """Alternating rounds on one model; prints its table and returns
-    (test, llama.cpp mean, qlm mean, ratio text) rows."""
-    llama, ours = {}, {}
+    (test, [each reference's mean], qlm mean, [ratio text against each])
+    rows."""
+    refs = {r.label: {} for r in a.refs}
+    ours = {}
     per_tok = weight_bytes_per_token(model)
     probes = []
     if a.evict:
         evict(model)
+    progs = [(r.label, lambda m, a, r=r: llama_rows(r, m, a), refs[r.label]) for r in a.refs]
+    progs.append(("qlm", qlm_rows, ours))
     for rnd in range(a.rounds):
-        order = [("llama.cpp", llama_rows, llama), ("qlm", qlm_rows, ours)]
-        if rnd % 2:
-            order.reverse()
+        # each round starts with another program, so none always runs first
+        k = rnd % len(progs)
+        order = progs[k:] + progs[:k]
         for name, fn, acc in order:
             for test, ts in fn(model, a).items():
                 acc.setdefault(test, []).append(ts)
@@ -196,18 +231,24 @@ def compare(model, a):
 
     print(f"model {model}, {a.threads} threads, {a.rounds} alternating rounds x {a.reps} reps"
           f"{', weights read into memory (--no-mmap)' if a.no_mmap else ''}")
-    print(f"| test | llama.cpp t/s | qlm t/s | qlm / llama.cpp (min..max over rounds) |")
-    print(f"|---|---|---|---|")
+    labels = [r.label for r in a.refs]
+    print("| test | " + " | ".join(f"{l} t/s" for l in labels) + " | qlm t/s | " +
+          " | ".join(f"qlm / {l} (min..max over rounds)" for l in labels) + " |")
+    print("|---|" + "---|" * (2 * len(labels) + 1))
     rows = []
-    for test in sorted(llama, key=lambda t: ("+" in t, t[:2], int(re.match(r"\d+", t[2:]).group()), t)):
-        if test not in ours:
+    sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
+    first = refs[labels[0]]
+    for test in sorted(first, key=lambda t: ("+" in t, t[:2], int(re.match(r"\d+", t[2:]).group()), t)):
+        if test not in ours or any(test not in refs[l] for l in labels):
             continue
-        ratios = [q / l for q, l in zip(ours[test], llama[test])]
-        sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
-        ratio = f"{statistics.mean(ratios):.2f}x ({min(ratios):.2f}..{max(ratios):.2f})"
-        print(f"| {test} | {statistics.mean(llama[test]):.1f} ± {sd(llama[test]):.1f} "
-              f"| {statistics.mean(ours[test]):.1f} ± {sd(ours[test]):.1f} | {ratio} |")
-        rows.append((test, statistics.mean(llama[test]), statistics.mean(ours[test]), ratio))
+        texts = []
+        for l in labels:
+            ratios = [q / r for q, r in zip(ours[test], refs[l][test])]
+            texts.append(f"{statistics.mean(ratios):.2f}x ({min(ratios):.2f}..{max(ratios):.2f})")
+        print(f"| {test} | " + " | ".join(f"{statistics.mean(refs[l][test]):.1f} ± {sd(refs[l][test]):.1f}"
+                                          for l in labels) +
+              f" | {statistics.mean(ours[test]):.1f} ± {sd(ours[test]):.1f} | " + " | ".join(texts) + " |")
+        rows.append((test, [statistics.mean(refs[l][test]) for l in labels], statistics.mean(ours[test]), texts))
 
     # Read bandwidth over a buffer the size of the weights is the ceiling
     # that matters: a small model can sit in a large last-level cache, and
@@ -224,8 +265,8 @@ def compare(model, a):
     # the weights alone)
     tg = [t for t in ours if t.startswith("tg") and "@" not in t]
     for t in tg:
-        print(f"{t}: qlm at {100 * statistics.mean(ours[t]) / ceiling:.0f}% of the ceiling, "
-              f"llama.cpp at {100 * statistics.mean(llama[t]) / ceiling:.0f}%")
+        print(f"{t}: qlm at {100 * statistics.mean(ours[t]) / ceiling:.0f}% of the ceiling, " +
+              ", ".join(f"{l} at {100 * statistics.mean(refs[l][t]) / ceiling:.0f}%" for l in labels if t in refs[l]))
     return rows
 
 
