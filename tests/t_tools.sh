@@ -106,4 +106,40 @@ if [ $rc = 0 ] && $QLM inspect "$tmp/syn.gguf" >"$tmp/insp" 2>&1 && grep -q '^bl
 else fail synth_type "rc=$rc $(head -c 200 "$tmp/err")"; fi
 $QLM synth qwen2 tests/data/vocab/ggml-vocab-llama-spm.gguf "$tmp/syn2.gguf" --type q9_9 >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc = 1 ] && grep -q "q9_9" "$tmp/err" && [ ! -e "$tmp/syn2.gguf" ]; then pass synth_bad_type; else fail synth_bad_type "rc=$rc"; fi
+# tools/compare_bench.py with two stand-in llama-bench builds (a plain one
+# and an ik_llama one with its own flags): every program runs each round,
+# each round starting with the next one, the fork gets its flags and no
+# -d, and each reference's ratio is qlm's mean over its fixed 100 t/s
+# (pp) and 10 t/s (tg).
+mkdir -p "$tmp/ref/build-plain/bin" "$tmp/ref/build-ik_llama_x/bin"
+for b in plain ik_llama_x; do
+    cat > "$tmp/ref/build-$b/bin/llama-bench" <<EOB
+#!/usr/bin/env python3
+import json, sys
+a = sys.argv[1:]
+open("$tmp/ref/$b.log", "a").write(" ".join(a) + "\n")
+p, n = int(a[a.index("-p") + 1]), int(a[a.index("-n") + 1])
+print(json.dumps([{"n_prompt": p, "n_gen": 0, "avg_ts": 100.0}, {"n_prompt": 0, "n_gen": n, "avg_ts": 10.0}]))
+EOB
+    chmod +x "$tmp/ref/build-$b/bin/llama-bench"
+done
+QLM_REF_DIR="$tmp/ref" QLM_BIN="$QLM" python3 tools/compare_bench.py -m "$M" -t 1 -p 16 -n 4 -r 1 --rounds 3 --dram-mib 8 --ref plain \
+    --ref "ik_llama_x:-rtr 1" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc = 0 ] && python3 -c '
+import re, sys
+out, err, ik = (open(f).read() for f in sys.argv[1:4])
+order = [m.group(1) for m in re.finditer(r"round \d+: (.+?) pp16 ", err)]
+ik_ = "ik_llama.cpp -rtr 1"
+assert order == ["llama.cpp", ik_, "qlm", ik_, "qlm", "llama.cpp", "qlm", "llama.cpp", ik_], order
+assert ik.count("-rtr 1") == 3 and " -d " not in ik, ik
+ours = {t: [float(l.split()[-2]) for l in err.splitlines() if re.match(r"round \d+: qlm %s " % t, l)] for t in ("pp16", "tg4")}
+for t, ref in (("pp16", 100.0), ("tg4", 10.0)):
+    row = [l for l in out.splitlines() if l.startswith("| %s |" % t)]
+    assert len(row) == 1, out
+    ratios = re.findall(r"([0-9.]+)x \(", row[0])
+    want = "%.2f" % (sum(q / ref for q in ours[t]) / len(ours[t]))
+    assert ratios == [want, want], (row, want)
+assert "qlm / llama.cpp" in out and "qlm / ik_llama.cpp -rtr 1" in out, out
+' "$tmp/out" "$tmp/err" "$tmp/ref/ik_llama_x.log" 2>"$tmp/py"; then pass compare_bench_refs
+else fail compare_bench_refs "rc=$rc $(tail -1 "$tmp/py") $(tail -2 "$tmp/err")"; fi
 exit 0

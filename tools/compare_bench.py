@@ -58,6 +58,7 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parent.parent
 REF_DIR = pathlib.Path(os.environ.get("QLM_REF_DIR", pathlib.Path.home() / ".cache/qlm/ref"))
 REF_NAME = os.environ.get("QLM_REF_NAME", "llama_cpp_python-0.3.36")
+QLM = pathlib.Path(os.environ.get("QLM_BIN", REPO / "qlm")).resolve()  # QLM_BIN: the tests' sanitizer builds
 
 
 class Ref:
@@ -103,14 +104,14 @@ def llama_rows(ref, model, a):
 
 
 def qlm_rows(model, a):
-    rows = run_json([str(REPO / "qlm"), "bench", "-m", model] + test_flags(a) + (["--no-mmap"] if a.no_mmap else []))
+    rows = run_json([str(QLM), "bench", "-m", model] + test_flags(a) + (["--no-mmap"] if a.no_mmap else []))
     return {r["test"]: r["avg_ts"] for r in rows}
 
 
 def weight_bytes_per_token(model):
     """Bytes of weights a decode step reads: every tensor except the token
     embedding, of which only one row is read, unless it is also the output."""
-    out = subprocess.run([str(REPO / "qlm"), "inspect", model], check=True, capture_output=True,
+    out = subprocess.run([str(QLM), "inspect", model], check=True, capture_output=True,
                          text=True).stdout
     sizes, in_table = {}, False
     for line in out.splitlines():
@@ -159,7 +160,7 @@ def evict(model):
 
 
 def bandwidth(threads, mib):
-    out = subprocess.run([str(REPO / "qlm"), "bench", "--bandwidth", "-t", str(threads), "-r", "5",
+    out = subprocess.run([str(QLM), "bench", "--bandwidth", "-t", str(threads), "-r", "5",
                           "--mib", str(mib)],
                          check=True, capture_output=True, text=True).stdout
     return float(out.split(":")[1].split()[0])
@@ -180,6 +181,8 @@ def main():
                     help="drop each model's cached pages before its first round (see above)")
     ap.add_argument("--no-mmap", action="store_true",
                     help="both programs read the weights into anonymous memory instead of mapping the file")
+    ap.add_argument("--dram-mib", type=int, default=1024,
+                    help="the buffer of the last bandwidth probe, MiB (beyond the last-level cache)")
     ap.add_argument("--ref", action="append", metavar="NAME[:FLAGS]",
                     help=f"a llama-bench build to compare with, build-NAME (default {REF_NAME}); repeatable")
     a = ap.parse_args()
@@ -189,8 +192,8 @@ def main():
     for ref in a.refs:
         if not ref.bench.exists():
             sys.exit(f"error: {ref.bench} missing; run tools/build_llamacpp.sh first")
-    if not (REPO / "qlm").exists():
-        sys.exit("error: ./qlm missing; run make first")
+    if not QLM.exists():
+        sys.exit(f"error: {QLM} missing; run make first")
 
     summary = []
     for model in a.model:
@@ -253,11 +256,11 @@ def compare(model, a):
     # Read bandwidth over a buffer the size of the weights is the ceiling
     # that matters: a small model can sit in a large last-level cache, and
     # then decode is bounded by cache, not DRAM, bandwidth.
-    bw_dram = bandwidth(a.threads, 1024)
+    bw_dram = bandwidth(a.threads, a.dram_mib)
     bw = statistics.median(probes)
     ceiling = bw * 1e9 / per_tok if per_tok else 0
     print(f"\nread bandwidth {bw:.1f} GB/s over {per_tok / 1e6:.0f} MB (the weights read per token; median of "
-          f"{len(probes)}, {min(probes):.1f}..{max(probes):.1f}), {bw_dram:.1f} GB/s over 1 GiB; "
+          f"{len(probes)}, {min(probes):.1f}..{max(probes):.1f}), {bw_dram:.1f} GB/s over {a.dram_mib} MiB; "
           f"decode ceiling {ceiling:.0f} t/s")
     if not a.no_mmap:
         print(f"the file maps {100 * huge_mapped(model):.0f}% in 2 MB pages (the rest in 4 KB pages, which read slower)")
