@@ -187,6 +187,10 @@ def main():
                     help=f"a llama-bench build to compare with, build-NAME (default {REF_NAME}); repeatable")
     a = ap.parse_args()
     a.refs = [Ref(spec) for spec in a.ref or [REF_NAME]]
+    labels = [r.label for r in a.refs]
+    for r in a.refs:  # two builds of one program: told apart by their names
+        if labels.count(r.label) > 1:
+            r.label += f" ({r.name})"
     if a.depth and any(r.fork for r in a.refs):
         sys.exit("error: ik_llama.cpp's llama-bench has no -d")
     for ref in a.refs:
@@ -210,7 +214,7 @@ def main():
 
 
 def compare(model, a):
-    """Alternating rounds on one model; prints its table and returns
+    """Rounds in rotation on one model; prints its table and returns
     (test, [each reference's mean], qlm mean, [ratio text against each])
     rows."""
     refs = {r.label: {} for r in a.refs}
