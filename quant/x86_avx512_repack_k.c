@@ -282,6 +282,77 @@ INLINE __m512i bcast4(const int8_t *p)
     return _mm512_set1_epi32(v);
 }
 
+/* columns2 for Q4_K in the gemv order, where each output's super-block is
+ * one exact integer: the sub-block scales go in by vpdpwssd on the sums
+ * of 16 elements (|sum| <= 16 * 15 * 128 fits int16, so the lane's high
+ * half is its sign, which meets the scale lane's zero high half), 2 uops
+ * per sub-block and output vector where the gemm order's float steps
+ * take 5 per group of two, and the mins by vpdpwssd into one integer. */
+INLINE void columns2_q4_K_gemv(const panel *const pp[2], const int nc, const int vnni, const uint8_t *y,
+                               size_t y_stride, const uint32_t *pairs, size_t pairs_stride, float *const sa[2],
+                               float *const sm[2])
+{
+    const qt_block_q8_K *yb[NC];
+    __m512i ist[2][NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < nc; c++) {
+        yb[c] = (const qt_block_q8_K *)(y + c * y_stride);
+        ist[0][c] = ist[1][c] = _mm512_setzero_si512();
+    }
+    for (int j = 0; j < 8; j++)
+#pragma GCC unroll 2
+        for (int hf = 0; hf < 2; hf++) {
+            __m512i dot[2][NC];
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) dot[0][c] = dot[1][c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int k = 4 * hf; k < 4 * hf + 4; k++) {
+                const __m512i u0 = pp[0]->u[8 * j + k], u1 = pp[1]->u[8 * j + k];
+#pragma GCC unroll 4
+                for (int c = 0; c < nc; c++) {
+                    const __m512i yv = bcast4(yb[c]->qs + 32 * j + 4 * k);
+                    dot[0][c] = dot4_reg(dot[0][c], u0, yv, vnni);
+                    dot[1][c] = dot4_reg(dot[1][c], u1, yv, vnni);
+                }
+            }
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+                for (int c = 0; c < nc; c++)
+                    ist[h][c] = vnni ? qt_dpwssd512(ist[h][c], dot[h][c], pp[h]->sc[j])
+                                     : _mm512_add_epi32(ist[h][c], _mm512_madd_epi16(dot[h][c], pp[h]->sc[j]));
+        }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) {
+            const __m512 d = _mm512_mul_ps(pp[h]->d, _mm512_set1_ps(yb[c]->d));
+            _mm512_store_ps(sa[h] + 16 * c,
+                            _mm512_fmadd_ps(_mm512_cvtepi32_ps(ist[h][c]), d, _mm512_load_ps(sa[h] + 16 * c)));
+        }
+    __m512i imt[2][NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < nc; c++) imt[0][c] = imt[1][c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++)
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) {
+            const __m512i pr = _mm512_set1_epi32((int)pairs[c * pairs_stride + g]);
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++)
+                imt[h][c] = vnni ? qt_dpwssd512(imt[h][c], pp[h]->mins[g], pr)
+                                 : _mm512_add_epi32(imt[h][c], _mm512_madd_epi16(pp[h]->mins[g], pr));
+        }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) {
+            const __m512 dm = _mm512_mul_ps(pp[h]->dmin, _mm512_set1_ps(yb[c]->d));
+            _mm512_storeu_ps(sm[h] + 16 * c,
+                             _mm512_fmadd_ps(_mm512_cvtepi32_ps(imt[h][c]), dm, _mm512_loadu_ps(sm[h] + 16 * c)));
+        }
+}
+
 /* columns() for two panels at once (32 rows: two groups of a matrix, or a
  * gated feed-forward's gate and up groups): each activation broadcast is
  * loaded once for both panels.  With one load per vpdpbusd the loads, not
@@ -295,6 +366,10 @@ INLINE void columns2(const panel *const pp[2], const int nc, const int q4k, cons
                      const uint8_t *y, size_t y_stride, const uint32_t *pairs, size_t pairs_stride,
                      float *const sa[2], float *const sm[2])
 {
+    if (q4k && !gemm) {
+        columns2_q4_K_gemv(pp, nc, vnni, y, y_stride, pairs, pairs_stride, sa, sm);
+        return;
+    }
     const qt_block_q8_K *yb[NC];
     alignas(64) float dd[2][NC][16]; /* d_w * d_y per panel and column */
     __m512 acc[2][NC];
