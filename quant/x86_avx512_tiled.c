@@ -70,9 +70,9 @@ typedef struct wblock {
                            * band's), elements 4g..4g+3 at t + g·tstep (4 from a row's decode, 64
                            * from a band's: fold_q3_K_x16, band_rows) */
     int32_t m[8];         /* int16 mins of sums 2j, 2j+1: 16-element sums (Q2_K), 32-element ones
-                           * for Q4_K and Q5_K (tiles.h's sums32 layout; j < 4) */
+                           * for Q4_K and Q5_K (tiles.h's sums32 layout; j < 4); the types with a
+                           * bias (Q3_K, Q6_K) have none, the others all have them */
     float d, neg_dmin;
-    bool has_min;
 } wblock;
 
 /* The quants of each type with byte shifts and masks, 32 at a time:
@@ -234,7 +234,6 @@ INLINE void fold_q3_K_x16(const uint8_t *sb, uint8_t *t, wblock wb[QT_X16_ROWS])
         uint16_t d;
         memcpy(&d, sb + QT_X16_Q3_K_D + 2 * r, sizeof d);
         wb[r].d = qt_f16_to_f32(d);
-        wb[r].has_min = false;
         wb[r].corr = corr[r];
         wb[r].t = t + 4 * r;
     }
@@ -263,13 +262,11 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
         sc = scales_q3_K(b->scales);
         bias = 4;
         wb->d = qt_f16_to_f32(b->d);
-        wb->has_min = false;
     } else if (type == QT_Q6_K) {
         const qt_block_q6_K *b = (const qt_block_q6_K *)x;
         sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)b->scales));
         bias = 32;
         wb->d = qt_f16_to_f32(b->d);
-        wb->has_min = false;
     } else {
         qt_tiled_block k;
         qt_tiled_unpack_scales(type, x, &k);
@@ -281,7 +278,6 @@ static void decode(qt_type type, const uint8_t *x, wblock *wb)
             for (int j = 0; j < 4; j++) wb->m[j] = (int32_t)((uint32_t)(uint16_t)k.m[4 * j] | (uint32_t)k.m[4 * j + 2] << 16);
         wb->d = k.d;
         wb->neg_dmin = -k.dmin;
-        wb->has_min = k.has_min;
     }
     const bool small = type == QT_Q2_K || type == QT_Q3_K;
     _mm512_storeu_si512((void *)wb->sc, small ? _mm512_and_si512(sc, _mm512_set1_epi32(0xffff)) : scale_pair(sc));
@@ -344,7 +340,7 @@ INLINE void lanes_to_rows(const __m512i v[16], wblock wb[BAND], const int mins)
 }
 
 /* A lane's float or int32 per row into the wblocks. */
-INLINE void lanes_to_fields(__m512 d, __m512 neg_dmin, __m512i corr, bool has_min, uint8_t *t, wblock wb[BAND])
+INLINE void lanes_to_fields(__m512 d, __m512 neg_dmin, __m512i corr, uint8_t *t, wblock wb[BAND])
 {
     alignas(64) float dv[16], nv[16];
     alignas(64) int32_t cv[16];
@@ -355,7 +351,6 @@ INLINE void lanes_to_fields(__m512 d, __m512 neg_dmin, __m512i corr, bool has_mi
         wb[r].d = dv[r];
         wb[r].neg_dmin = nv[r];
         wb[r].corr = cv[r];
-        wb[r].has_min = has_min;
         wb[r].t = t + 4 * r;
     }
 }
@@ -380,7 +375,7 @@ INLINE void band_q45_K(const uint8_t *blk, size_t stride, const int q5, uint8_t 
     for (int j = 8; j < 16; j++) v[j] = _mm512_setzero_si512();
     lanes_to_rows(v, wb, 1);
     const __m512 dmin = halves(h[0], 1);
-    lanes_to_fields(halves(h[0], 0), _mm512_xor_ps(dmin, _mm512_set1_ps(-0.0f)), _mm512_setzero_si512(), true, t, wb);
+    lanes_to_fields(halves(h[0], 0), _mm512_xor_ps(dmin, _mm512_set1_ps(-0.0f)), _mm512_setzero_si512(), t, wb);
 
     const __m512i m4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(16);
     __m512i qh[8], qs[16];
@@ -463,7 +458,7 @@ INLINE void band_q6_K(const uint8_t *blk, size_t stride, uint8_t *t, wblock wb[B
         memcpy(&d, blk + (size_t)r * stride + offsetof(qt_block_q6_K, d), sizeof d);
         dv[r] = qt_f16_to_f32(d);
     }
-    lanes_to_fields(_mm512_load_ps(dv), _mm512_setzero_ps(), corr, false, t, wb);
+    lanes_to_fields(_mm512_load_ps(dv), _mm512_setzero_ps(), corr, t, wb);
 }
 
 /* Whether a band of this type is decoded together (band_rows). */
@@ -499,8 +494,10 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
         __m512i odd[GROUP];
 #pragma GCC unroll 4
         for (int i = 0; i < nr; i++) odd[i] = _mm512_setzero_si512();
+        /* (two: the odd group in the same step, where a test of g's
+         * parity per group had GCC copying the chains around the loop) */
 #pragma GCC unroll 4
-        for (int g = 0; g < GROUPS; g++) {
+        for (int g = 0; g < GROUPS; g += 1 + two) {
             __m512i y[3];
 #pragma GCC unroll 3
             for (int t = 0; t < nt; t++) y[t] = _mm512_loadu_si512(blk[t] + 64 * g);
@@ -509,12 +506,16 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
                 int32_t qg;
                 memcpy(&qg, wb[i].t + g * tstep, sizeof qg);
                 const __m512i u = _mm512_set1_epi32(qg);
-                if (two && (g & 1)) {
-                    odd[i] = qt_dpbusd512(odd[i], y[0], u);
-                    continue;
-                }
 #pragma GCC unroll 3
                 for (int t = 0; t < nt; t++) is[i][t] = qt_dpbusd512(is[i][t], y[t], u);
+            }
+            if (!two) continue;
+            const __m512i y1 = _mm512_loadu_si512(blk[0] + 64 * (g + 1));
+#pragma GCC unroll 4
+            for (int i = 0; i < nr; i++) {
+                int32_t qg;
+                memcpy(&qg, wb[i].t + (g + 1) * tstep, sizeof qg);
+                odd[i] = qt_dpbusd512(odd[i], y1, _mm512_set1_epi32(qg));
             }
         }
         if (two)
@@ -533,8 +534,11 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
             for (int i = 0; i < nr; i++)
 #pragma GCC unroll 3
                 for (int t = 0; t < nt; t++) sj[p][i][t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int g = 4 * j; g < 4 * (j + span); g++) {
+        /* a constant trip count: from 4 j to 4 (j + span) GCC made a
+         * remainder dispatch around the unrolled steps */
+#pragma GCC unroll 8
+        for (int gs = 0; gs < 4 * span; gs++) {
+            const int g = 4 * j + gs;
             __m512i y[2][3];
 #pragma GCC unroll 2
             for (int p = 0; p < par; p++)
@@ -580,7 +584,7 @@ INLINE void block_tiles(const wblock *wb, const uint8_t *const blk[3], __m512 ac
             const __m512i corr = _mm512_set1_epi32(wb[i].corr);
             const __m512i isum = folded ? _mm512_sub_epi32(corr, is[i][t]) : sgn ? _mm512_sub_epi32(is[i][t], corr) : is[i][t];
             __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(wb[i].d));
-            if (wb[i].has_min) {
+            if (!sgn) { /* the types without a bias have mins, those with one none */
                 __m512i im = _mm512_setzero_si512();
                 /* span 2 (Q4_K, Q5_K): pairs of 32-element sums */
                 for (int j = 0; j < (span == 2 ? 4 : 8); j++)
