@@ -129,13 +129,75 @@ static void load_candidates(qlm_sampler *s, const float *logits)
     }
 }
 
+/* Sifts c[i] down the min-heap c[0..n) (the smallest logit at the top). */
+static void sift_down(cand *c, int n, int i)
+{
+    for (;;) {
+        const int l = 2 * i + 1, r = l + 1;
+        int m = i;
+        if (l < n && c[l].logit < c[m].logit) m = l;
+        if (r < n && c[r].logit < c[m].logit) m = r;
+        if (m == i) return;
+        const cand t = c[i];
+        c[i] = c[m], c[m] = t;
+        i = m;
+    }
+}
+
+/* load_candidates for a top-k of at most `keep` tokens, without writing
+ * all n_vocab of them (a 150k vocabulary's copy and quickselect were most
+ * of a small model's sampling): the keep largest raw logits, by one pass
+ * with a min-heap, plus every recent token, penalized and banned as
+ * load_candidates does.  Any other token has at least keep - n_recent -
+ * n_banned tokens in the set that are neither recent nor banned, whose
+ * logits are unchanged and no smaller than its own, so with keep - n_recent
+ * - n_banned >= k the set holds load_candidates' top k (but for ties at
+ * the k-th logit, which quickselect breaks arbitrarily either way).
+ * Returns the candidates' count, in s->c[0..). */
+static int load_top(qlm_sampler *s, const float *logits, int keep)
+{
+    cand *c = s->c;
+    int m = keep < s->n_vocab ? keep : s->n_vocab;
+    for (int i = 0; i < m; i++) c[i] = (cand){.id = i, .logit = logits[i]};
+    for (int j = m / 2 - 1; j >= 0; j--) sift_down(c, m, j);
+    /* the heap's smallest in a register: almost every logit is below it
+     * (an equal one never enters: a later id loses the tie) */
+    float least = c[0].logit;
+    for (int i = m; i < s->n_vocab; i++)
+        if (logits[i] > least) {
+            c[0] = (cand){.id = i, .logit = logits[i]};
+            sift_down(c, m, 0);
+            least = c[0].logit;
+        }
+    const bool pen = s->p.repeat_penalty != 1.0f;
+    for (int i = 0; i < s->n_recent; i++) {
+        const int32_t t = s->recent[i];
+        if (t < 0 || t >= s->n_vocab) continue;
+        int at = 0;
+        while (at < m && c[at].id != t) at++;
+        if (at == m) c[m++] = (cand){.id = t, .logit = logits[t]};
+        if (!pen) continue;
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= s->recent[j] == t;
+        if (!seen) c[at].logit = c[at].logit > 0 ? c[at].logit / s->p.repeat_penalty : c[at].logit * s->p.repeat_penalty;
+    }
+    for (int i = 0; i < s->n_banned; i++)
+        for (int j = 0; j < m; j++)
+            if (c[j].id == s->banned[i]) c[j].logit = -INFINITY;
+    return m;
+}
+
 /* Runs the chain for temp > 0: leaves the n surviving candidates in
  * s->c[0..n), most likely first, with unnormalised weights in .p. */
 static int chain(qlm_sampler *s, const float *logits, double *total)
 {
-    load_candidates(s, logits);
     int n = s->n_vocab;
     const int k = s->p.top_k > 0 && s->p.top_k < n ? s->p.top_k : n;
+    const int keep = k + s->n_recent + s->n_banned;
+    if (k < n && keep <= n / 8)
+        n = load_top(s, logits, keep);
+    else
+        load_candidates(s, logits);
     /* A full sort of a 150k vocabulary per token is wasteful; partial
      * selection keeps the k best first. */
     if (k < n) {

@@ -1,6 +1,7 @@
 /* test_sample.c - the sampler chain: greedy, filters, penalties, seeds. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "src/sample.h"
@@ -16,6 +17,42 @@ static qlm_sampler_params plain(float temp)
     p.top_p = 1.0f;
     p.min_p = 0.0f;
     return p;
+}
+
+/* The chain as written out in full, as the oracle for top_k_over_vocab:
+ * every logit penalized (once per distinct recent token) or banned, all
+ * sorted (logit descending, id ascending), the first k kept, then top-p
+ * and min-p at temperature 1; ids of the survivors into out. */
+typedef struct { int id; float logit; } ref_cand;
+static int by_desc(const void *a, const void *b)
+{
+    const ref_cand *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit < y->logit ? 1 : -1;
+    return x->id - y->id;
+}
+static int ref_chain(const float *lg, int n, const qlm_sampler_params *p, const int *recent, int n_recent,
+                     const int *banned, int n_banned, ref_cand *c, int *out)
+{
+    for (int i = 0; i < n; i++) c[i] = (ref_cand){i, lg[i]};
+    for (int i = 0; i < n_banned; i++) c[banned[i]].logit = -INFINITY;
+    for (int i = 0; i < n_recent; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= recent[j] == recent[i];
+        float *l = &c[recent[i]].logit;
+        if (!seen) *l = *l > 0 ? *l / p->repeat_penalty : *l * p->repeat_penalty;
+    }
+    qsort(c, (size_t)n, sizeof *c, by_desc);
+    int m = p->top_k > 0 && p->top_k < n ? p->top_k : n;
+    double sum = 0, cum = 0;
+    for (int i = 0; i < m; i++) sum += expf(c[i].logit - c[0].logit);
+    for (int i = 0; i < m; i++) {
+        cum += expf(c[i].logit - c[0].logit) / sum;
+        if (cum >= p->top_p) { m = i + 1; break; }
+    }
+    int kept = 1;
+    while (kept < m && expf(c[kept].logit - c[0].logit) >= p->min_p * expf(0.0f)) kept++;
+    for (int i = 0; i < kept; i++) out[i] = c[i].id;
+    return kept;
 }
 
 int main(void)
@@ -176,6 +213,63 @@ int main(void)
                       slow, want);
                 bad = 1;
             }
+        }
+    }
+    TEST_END();
+
+    TEST_BEGIN("top_k_over_vocab");
+    /* With top-k, the chain reads the vocabulary once for its largest
+     * logits instead of copying and partitioning all of it; it must keep
+     * what the full chain keeps, in its order: penalties above 1 (which
+     * push recent tokens out of the top) and below 1 (which pull them in
+     * from anywhere), repeated recent tokens, bans, small and large k.
+     * Distinct logits, so no tie decides the k-th place. */
+    {
+        enum { N = 5000 };
+        static float lg[N];
+        static ref_cand rc[N];
+        static int want[N];
+        uint64_t r = 777;
+        int bad = 0;
+        for (int round = 0; round < 300 && !bad; round++) {
+            const int n = 200 + (int)(r % (N - 200));
+            for (int i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                lg[i] = (float)((int)(r >> 40) % 200000 - 100000) * 1e-4f + (float)i * 1e-9f;
+            }
+            qlm_sampler_params q = qlm_sampler_defaults();
+            q.top_k = 1 + round % 50;
+            q.top_p = round % 3 ? 0.95f : 1.0f;
+            q.min_p = round % 4 ? 0.05f : 0.0f;
+            q.repeat_penalty = round % 5 == 0 ? 1.0f : round % 2 ? 1.3f : 0.6f;
+            q.repeat_last_n = 16;
+            q.seed = (uint64_t)round;
+            s = qlm_sampler_new(&q, n);
+            int recent[16], n_rec = 0, banned[3], n_ban = round % 4;
+            for (int i = 0; i < 20; i++) { /* 20 accepted: the ring keeps the last 16 */
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                const int t = i % 3 == 0 && n_rec ? recent[(n_rec - 1) % 16] : (int)(r >> 33) % n;
+                qlm_sampler_accept(s, t);
+                if (n_rec < 16) recent[n_rec++] = t;
+                else { memmove(recent, recent + 1, 15 * sizeof *recent); recent[15] = t; }
+            }
+            for (int i = 0; i < n_ban; i++) {
+                banned[i] = i == 0 ? recent[3] : (int)((r >> (8 * i)) % (uint64_t)n);
+                qlm_sampler_ban(s, banned[i]);
+            }
+            /* the sampler's ring is in acceptance order from its head,
+             * the oracle's oldest first; the penalty set is the same */
+            const qlm_tok_prob *d;
+            const int got = qlm_sample_dist(s, lg, &d);
+            const int m = ref_chain(lg, n, &q, recent, n_rec, banned, n_ban, rc, want);
+            int same = got == m;
+            for (int i = 0; same && i < m; i++) same = d[i].id == want[i];
+            if (!same) {
+                CHECK(0, "round %d n %d k %d pen %g: %d candidates, first %d; oracle %d, first %d", round, n,
+                      q.top_k, q.repeat_penalty, got, got ? d[0].id : -1, m, want[0]);
+                bad = 1;
+            }
+            qlm_sampler_free(s);
         }
     }
     TEST_END();
