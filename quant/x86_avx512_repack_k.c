@@ -282,6 +282,26 @@ INLINE __m512i bcast4(const int8_t *p)
     return _mm512_set1_epi32(v);
 }
 
+/* The two panels' sums of sub-block j's quant vectors k0..k1-1 times the
+ * columns' activation bytes: a chain per panel and column, each
+ * broadcast loaded once for both panels. */
+INLINE void chains2(const panel *const pp[2], const int nc, const int vnni, const qt_block_q8_K *const yb[NC], int j,
+                    int k0, int k1, __m512i dot[2][NC])
+{
+#pragma GCC unroll 4
+    for (int c = 0; c < nc; c++) dot[0][c] = dot[1][c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int k = k0; k < k1; k++) {
+        const __m512i u0 = pp[0]->u[8 * j + k], u1 = pp[1]->u[8 * j + k];
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) {
+            const __m512i yv = bcast4(yb[c]->qs + 32 * j + 4 * k);
+            dot[0][c] = dot4_reg(dot[0][c], u0, yv, vnni);
+            dot[1][c] = dot4_reg(dot[1][c], u1, yv, vnni);
+        }
+    }
+}
+
 /* columns2 for Q4_K in the gemv order, where each output's super-block is
  * one exact integer: the sub-block scales go in by vpdpwssd on the sums
  * of 16 elements (|sum| <= 16 * 15 * 128 fits int16, so the lane's high
@@ -303,18 +323,7 @@ INLINE void columns2_q4_K_gemv(const panel *const pp[2], const int nc, const int
 #pragma GCC unroll 2
         for (int hf = 0; hf < 2; hf++) {
             __m512i dot[2][NC];
-#pragma GCC unroll 4
-            for (int c = 0; c < nc; c++) dot[0][c] = dot[1][c] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-            for (int k = 4 * hf; k < 4 * hf + 4; k++) {
-                const __m512i u0 = pp[0]->u[8 * j + k], u1 = pp[1]->u[8 * j + k];
-#pragma GCC unroll 4
-                for (int c = 0; c < nc; c++) {
-                    const __m512i yv = bcast4(yb[c]->qs + 32 * j + 4 * k);
-                    dot[0][c] = dot4_reg(dot[0][c], u0, yv, vnni);
-                    dot[1][c] = dot4_reg(dot[1][c], u1, yv, vnni);
-                }
-            }
+            chains2(pp, nc, vnni, yb, j, 4 * hf, 4 * hf + 4, dot);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++)
 #pragma GCC unroll 4
@@ -395,18 +404,7 @@ INLINE void columns2(const panel *const pp[2], const int nc, const int q4k, cons
             for (int sb = 0; sb < 2; sb++) {
                 const int j = 2 * g + sb;
                 __m512i dot[2][NC];
-#pragma GCC unroll 4
-                for (int c = 0; c < nc; c++) dot[0][c] = dot[1][c] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-                for (int k = 0; k < 8; k++) {
-                    const __m512i u0 = pp[0]->u[8 * j + k], u1 = pp[1]->u[8 * j + k];
-#pragma GCC unroll 4
-                    for (int c = 0; c < nc; c++) {
-                        const __m512i yv = bcast4(yb[c]->qs + 32 * j + 4 * k);
-                        dot[0][c] = dot4_reg(dot[0][c], u0, yv, vnni);
-                        dot[1][c] = dot4_reg(dot[1][c], u1, yv, vnni);
-                    }
-                }
+                chains2(pp, nc, vnni, yb, j, 0, 8, dot);
 #pragma GCC unroll 2
                 for (int h = 0; h < 2; h++)
 #pragma GCC unroll 4
