@@ -138,6 +138,21 @@ INLINE void cols_q4_1(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
     for (int c = 0; c < ncol; c++) _mm512_storeu_ps(s + (size_t)c * ldo, _mm512_add_ps(lanes_sum(acc[c]), summs[c]));
 }
 
+/* -16 sum(y) of each 4-byte group of a Q8_0 block: where Q5_0's chains
+ * start (cols_q5_0 says why). */
+INLINE void q5_0_corr(const qt_block_q8_0 *yb, int32_t corr[8], const int vnni)
+{
+    const __m256i yv = _mm256_loadu_si256((const __m256i *)yb->qs), one = _mm256_set1_epi8(1);
+    __m256i sum;
+    if (vnni) {
+        sum = _mm256_setzero_si256();
+        __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(sum) : "v"(one), "v"(yv));
+    } else {
+        sum = _mm256_madd_epi16(_mm256_maddubs_epi16(one, yv), _mm256_set1_epi16(1));
+    }
+    _mm256_store_si256((__m256i *)corr, _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum, 4)));
+}
+
 /* cols_q4_1 for many columns: a step of MANY_BLOCKS blocks is decoded
  * once into L1 for up to MANY_COLS columns, which then run one after
  * another from there (two at a time, cols_q4_1 splits each chunk's nibbles
@@ -157,7 +172,7 @@ INLINE void decode_q4_1(const uint8_t *p0, const uint8_t *p1, const int q5, q41_
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i qh = q5 ? both256(p0 + 128, p1 + 128) : _mm512_setzero_si512();
     o->dx = both_f16(p0 + at_d, p1 + at_d);
-    o->mx = both_f16(p0 + at_d + 16, p1 + at_d + 16);
+    o->mx = q5 == 1 ? _mm512_setzero_ps() : both_f16(p0 + at_d + 16, p1 + at_d + 16); /* Q5_0 has no m */
 #pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
         const __m512i q = both256(p0 + 32 * k, p1 + 32 * k);
@@ -171,7 +186,7 @@ INLINE void decode_q4_1(const uint8_t *p0, const uint8_t *p1, const int q5, q41_
 INLINE void cols_q4_1_many(int nb, float *s, size_t ldo, const uint8_t *h0, const uint8_t *h1, const uint8_t *y,
                            size_t y_stride, int nc, const int vnni, const int q5)
 {
-    const size_t bs = q5 ? QT_X16_Q5_1_BLOCK : QT_X16_Q4_1_BLOCK;
+    const size_t bs = q5 == 1 ? QT_X16_Q5_0_BLOCK : q5 ? QT_X16_Q5_1_BLOCK : QT_X16_Q4_1_BLOCK;
     q41_block w[MANY_BLOCKS];
     __m512 acc[MANY_COLS][8], summs[MANY_COLS];
     for (int c0 = 0; c0 < nc; c0 += MANY_COLS) {
@@ -184,15 +199,28 @@ INLINE void cols_q4_1_many(int nb, float *s, size_t ldo, const uint8_t *h0, cons
             const int nbs = nb - b0 < MANY_BLOCKS ? nb - b0 : MANY_BLOCKS;
             for (int b = 0; b < nbs; b++) {
                 const uint8_t *p0 = h0 + (size_t)(b0 + b) * bs, *p1 = h1 + (size_t)(b0 + b) * bs;
-                prefetch_halves(p0, p1, q5 || ((b0 + b) & 1));
+                prefetch_halves(p0, p1, q5 == 1 ? (b0 + b) % 4 != 3 : q5 || ((b0 + b) & 1));
                 decode_q4_1(p0, p1, q5, &w[b]);
             }
             for (int c = 0; c < ncg; c++) {
-                const qt_block_q8_1 *yc = (const qt_block_q8_1 *)(y + (size_t)(c0 + c) * y_stride) + b0;
+                const uint8_t *yc0 = y + (size_t)(c0 + c) * y_stride;
                 __m512 a[8], sm = summs[c];
 #pragma GCC unroll 8
                 for (int k = 0; k < 8; k++) a[k] = acc[c][k];
-                for (int b = 0; b < nbs; b++) {
+                if (q5 == 1) { /* Q5_0 against Q8_0: no m, chains from -16 sum(y) */
+                    const qt_block_q8_0 *yc = (const qt_block_q8_0 *)yc0 + b0;
+                    for (int b = 0; b < nbs; b++) {
+                        const __m512 d = _mm512_mul_ps(w[b].dx, _mm512_set1_ps(_cvtsh_ss(yc[b].d)));
+                        _Alignas(32) int32_t corr[8];
+                        q5_0_corr(&yc[b], corr, vnni);
+#pragma GCC unroll 4
+                        for (int k = 0; k < 4; k++)
+                            lanes_add(a, k, d, w[b].lo[k], w[b].hi[k], yc[b].qs, _mm512_set1_epi32(corr[k]),
+                                      _mm512_set1_epi32(corr[k + 4]), vnni);
+                    }
+                }
+                const qt_block_q8_1 *yc = (const qt_block_q8_1 *)yc0 + b0;
+                for (int b = 0; b < (q5 == 1 ? 0 : nbs); b++) {
                     int32_t h;
                     memcpy(&h, &yc[b], sizeof h); /* d, s */
                     const __m128 ds = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
@@ -209,7 +237,8 @@ INLINE void cols_q4_1_many(int nb, float *s, size_t ldo, const uint8_t *h0, cons
             }
         }
         for (int c = 0; c < ncg; c++)
-            _mm512_storeu_ps(s + (size_t)(c0 + c) * ldo, _mm512_add_ps(lanes_sum(acc[c]), summs[c]));
+            _mm512_storeu_ps(s + (size_t)(c0 + c) * ldo,
+                             q5 == 1 ? lanes_sum(acc[c]) : _mm512_add_ps(lanes_sum(acc[c]), summs[c]));
     }
 }
 
@@ -239,15 +268,7 @@ INLINE void cols_q5_0(int nb, float *s, size_t ldo, const uint8_t *h0, const uin
 #pragma GCC unroll 2
         for (int c = 0; c < ncol; c++) {
             d[c] = _mm512_mul_ps(dx, _mm512_set1_ps(_cvtsh_ss(y[c][b].d)));
-            const __m256i yv = _mm256_loadu_si256((const __m256i *)y[c][b].qs), one = _mm256_set1_epi8(1);
-            __m256i sum;
-            if (vnni) {
-                sum = _mm256_setzero_si256();
-                __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(sum) : "v"(one), "v"(yv));
-            } else {
-                sum = _mm256_madd_epi16(_mm256_maddubs_epi16(one, yv), _mm256_set1_epi16(1));
-            }
-            _mm256_store_si256((__m256i *)corr[c], _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum, 4)));
+            q5_0_corr(&y[c][b], corr[c], vnni);
         }
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
@@ -360,7 +381,7 @@ INLINE void dot_x16(int n, float *s, size_t ldo, const void *group, const void *
     const int nb = n / 32;
     const size_t bs = q5 == 1 ? QT_X16_Q5_0_BLOCK : q5 ? QT_X16_Q5_1_BLOCK : QT_X16_Q4_1_BLOCK;
     const uint8_t *h0 = group, *h1 = h0 + (size_t)nb * bs;
-    if (q5 != 1 && nc >= 8) { /* at 4 the pairs ran 1.15x */
+    if (nc >= 8) { /* at 4 the pairs ran 1.15x */
         cols_q4_1_many(nb, s, ldo, h0, h1, y, y_stride, nc, vnni, q5);
         return;
     }
