@@ -10,8 +10,9 @@
  * rows, summed in its order at the end, so every output is vec_dot's bit
  * for bit (the integer sums are exact: values <= 31 times |y| <= 128, two
  * per int16 without VNNI).
- * With 32 registers, batches take two columns at a time, each chunk's
- * nibble split shared by both.  A Sapphire Rapids, 1.1B shape in Q4_1, 2
+ * With 32 registers, two columns at a time share each chunk's nibble
+ * split; from 8 columns a step of blocks is decoded once into L1 for up
+ * to 16 (cols_q4_1_many, stop 53).  A Sapphire Rapids, 1.1B shape in Q4_1, 2
  * threads, against the rows: tg64 1.25-1.57x (AVX-512 VNNI), 1.24-1.46x
  * (AVX-512 alone, where the prompt's batches take this kernel too, pp512
  * 0.88x of the row tile's: 4 columns would need 32 accumulators; the
@@ -373,8 +374,8 @@ void qt_avx512_vnni_x16_dot_q8_0(int n, float *s, size_t ldo, const void *group,
 }
 
 /* A group's rows times nc columns (Q5_0 times Q8_0 where q5 == 1, Q5_1
- * times Q8_1 where q5 == 2, else Q4_1 times Q8_1), two columns at a time,
- * then the last one alone. */
+ * times Q8_1 where q5 == 2, else Q4_1 times Q8_1): 8 or more through
+ * cols_q4_1_many, fewer two at a time, then the last one alone. */
 INLINE void dot_x16(int n, float *s, size_t ldo, const void *group, const void *y, size_t y_stride, int nc,
                     const int vnni, const int q5)
 {
