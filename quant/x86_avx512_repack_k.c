@@ -274,6 +274,13 @@ INLINE __m512i dot4_reg(__m512i acc, __m512i u, __m512i s, const int vnni)
     return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
 }
 
+/* acc + the int16 pair products of a and b summed per lane: vpdpwssd with
+ * VNNI, else vpmaddwd and an add. */
+INLINE __m512i pairs_acc(__m512i acc, __m512i a, __m512i b, const int vnni)
+{
+    return vnni ? qt_dpwssd512(acc, a, b) : _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+}
+
 /* The 4 activation bytes at p in every lane. */
 INLINE __m512i bcast4(const int8_t *p)
 {
@@ -328,8 +335,7 @@ INLINE void columns2_q4_K_gemv(const panel *const pp[2], const int nc, const int
             for (int h = 0; h < 2; h++)
 #pragma GCC unroll 4
                 for (int c = 0; c < nc; c++)
-                    ist[h][c] = vnni ? qt_dpwssd512(ist[h][c], dot[h][c], pp[h]->sc[j])
-                                     : _mm512_add_epi32(ist[h][c], _mm512_madd_epi16(dot[h][c], pp[h]->sc[j]));
+                    ist[h][c] = pairs_acc(ist[h][c], dot[h][c], pp[h]->sc[j], vnni);
         }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++)
@@ -349,8 +355,7 @@ INLINE void columns2_q4_K_gemv(const panel *const pp[2], const int nc, const int
             const __m512i pr = _mm512_set1_epi32((int)pairs[c * pairs_stride + g]);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++)
-                imt[h][c] = vnni ? qt_dpwssd512(imt[h][c], pp[h]->mins[g], pr)
-                                 : _mm512_add_epi32(imt[h][c], _mm512_madd_epi16(pp[h]->mins[g], pr));
+                imt[h][c] = pairs_acc(imt[h][c], pp[h]->mins[g], pr, vnni);
         }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++)
@@ -483,8 +488,7 @@ INLINE void columns2(const panel *const pp[2], const int nc, const int q4k, cons
                 const __m512i pr = _mm512_set1_epi32(pair);
 #pragma GCC unroll 2
                 for (int h = 0; h < 2; h++)
-                    im[h][c] = vnni ? qt_dpwssd512(im[h][c], pp[h]->mins[i], pr)
-                                    : _mm512_add_epi32(im[h][c], _mm512_madd_epi16(pp[h]->mins[i], pr));
+                    im[h][c] = pairs_acc(im[h][c], pp[h]->mins[i], pr, vnni);
             }
         }
 #pragma GCC unroll 2
