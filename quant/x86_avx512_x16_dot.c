@@ -154,16 +154,16 @@ INLINE void q5_0_corr(const qt_block_q8_0 *yb, int32_t corr[8], const int vnni)
     _mm256_store_si256((__m256i *)corr, _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum, 4)));
 }
 
-/* cols_q4_1 for many columns: a step of MANY_BLOCKS blocks is decoded
- * once into L1 for up to MANY_COLS columns, which then run one after
- * another from there (two at a time, cols_q4_1 splits each chunk's nibbles
- * again for every pair; a batched step has 8 to 64 columns).  Each output
- * takes cols_q4_1's float steps in its order, so the same bits. */
+/* cols_q4_1 and cols_q5_0 for many columns: a step of MANY_BLOCKS blocks
+ * is decoded once into L1 for up to MANY_COLS columns, which then run one
+ * after another from there (two at a time, those split each chunk's
+ * nibbles again for every pair; a batched step has 8 to 64 columns).
+ * Each output takes their float steps in their order, so the same bits. */
 #define MANY_BLOCKS 8
 #define MANY_COLS 16
 
 typedef struct q41_block {
-    __m512i lo[4], hi[4]; /* vector k's low and high quants (Q5_1: with their fifth bits) */
+    __m512i lo[4], hi[4]; /* vector k's low and high quants (Q5_0, Q5_1: with their fifth bits) */
     __m512 dx, mx;
 } q41_block;
 
@@ -208,29 +208,28 @@ INLINE void cols_q4_1_many(int nb, float *s, size_t ldo, const uint8_t *h0, cons
                 __m512 a[8], sm = summs[c];
 #pragma GCC unroll 8
                 for (int k = 0; k < 8; k++) a[k] = acc[c][k];
-                if (q5 == 1) { /* Q5_0 against Q8_0: no m, chains from -16 sum(y) */
-                    const qt_block_q8_0 *yc = (const qt_block_q8_0 *)yc0 + b0;
-                    for (int b = 0; b < nbs; b++) {
-                        const __m512 d = _mm512_mul_ps(w[b].dx, _mm512_set1_ps(_cvtsh_ss(yc[b].d)));
-                        _Alignas(32) int32_t corr[8];
-                        q5_0_corr(&yc[b], corr, vnni);
-#pragma GCC unroll 4
-                        for (int k = 0; k < 4; k++)
-                            lanes_add(a, k, d, w[b].lo[k], w[b].hi[k], yc[b].qs, _mm512_set1_epi32(corr[k]),
-                                      _mm512_set1_epi32(corr[k + 4]), vnni);
+                for (int b = 0; b < nbs; b++) {
+                    __m512 d;
+                    _Alignas(32) int32_t corr[8] = {0}; /* where the chains start */
+                    const int8_t *qs;
+                    if (q5 == 1) { /* Q5_0 against Q8_0: no m, chains from -16 sum(y) */
+                        const qt_block_q8_0 *yb = (const qt_block_q8_0 *)yc0 + b0 + b;
+                        d = _mm512_mul_ps(w[b].dx, _mm512_set1_ps(_cvtsh_ss(yb->d)));
+                        q5_0_corr(yb, corr, vnni);
+                        qs = yb->qs;
+                    } else {
+                        const qt_block_q8_1 *yb = (const qt_block_q8_1 *)yc0 + b0 + b;
+                        int32_t h;
+                        memcpy(&h, yb, sizeof h); /* d, s */
+                        const __m128 ds = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
+                        d = _mm512_mul_ps(w[b].dx, _mm512_broadcastss_ps(ds));
+                        sm = _mm512_fmadd_ps(w[b].mx, _mm512_broadcastss_ps(_mm_movehdup_ps(ds)), sm);
+                        qs = yb->qs;
                     }
-                }
-                const qt_block_q8_1 *yc = (const qt_block_q8_1 *)yc0 + b0;
-                for (int b = 0; b < (q5 == 1 ? 0 : nbs); b++) {
-                    int32_t h;
-                    memcpy(&h, &yc[b], sizeof h); /* d, s */
-                    const __m128 ds = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
-                    const __m512 d = _mm512_mul_ps(w[b].dx, _mm512_broadcastss_ps(ds));
-                    sm = _mm512_fmadd_ps(w[b].mx, _mm512_broadcastss_ps(_mm_movehdup_ps(ds)), sm);
 #pragma GCC unroll 4
                     for (int k = 0; k < 4; k++)
-                        lanes_add(a, k, d, w[b].lo[k], w[b].hi[k], yc[b].qs, _mm512_setzero_si512(),
-                                  _mm512_setzero_si512(), vnni);
+                        lanes_add(a, k, d, w[b].lo[k], w[b].hi[k], qs, _mm512_set1_epi32(corr[k]),
+                                  _mm512_set1_epi32(corr[k + 4]), vnni);
                 }
 #pragma GCC unroll 8
                 for (int k = 0; k < 8; k++) acc[c][k] = a[k];
