@@ -137,8 +137,10 @@ for t, ref in (("pp16", 100.0), ("tg4", 10.0)):
     row = [l for l in out.splitlines() if l.startswith("| %s |" % t)]
     assert len(row) == 1, out
     ratios = re.findall(r"([0-9.]+)x \(", row[0])
-    want = "%.2f" % (sum(q / ref for q in ours[t]) / len(ours[t]))
-    assert ratios == [want, want], (row, want)
+    # The log rounds each speed to 0.01 t/s; the tool averages the exact
+    # ones, so the two-decimal ratios may differ by one in the last place.
+    want = sum(q / ref for q in ours[t]) / len(ours[t])
+    assert len(ratios) == 2 and all(abs(float(r) - want) <= 0.0051 + 0.01 / ref for r in ratios), (row, want)
 assert "qlm / llama.cpp" in out and "qlm / ik_llama.cpp -rtr 1" in out, out
 ' "$tmp/out" "$tmp/err" "$tmp/ref/ik_llama_x.log" 2>"$tmp/py"; then pass compare_bench_refs
 else fail compare_bench_refs "rc=$rc $(tail -1 "$tmp/py") $(tail -2 "$tmp/err")"; fi
