@@ -109,24 +109,32 @@ void qlm_sampler_ban(qlm_sampler *s, int32_t tok)
     s->banned[s->n_banned++] = tok;
 }
 
-/* Penalized copy of the logits: positive logits are divided by the
- * penalty and negative ones multiplied, once per distinct recent token;
- * banned tokens get -inf. */
+/* Whether recent[i] is a token id that first occurs there: the penalty
+ * applies once per distinct recent token. */
+static bool recent_first(const qlm_sampler *s, int i)
+{
+    const int32_t t = s->recent[i];
+    if (t < 0 || t >= s->n_vocab) return false;
+    for (int j = 0; j < i; j++)
+        if (s->recent[j] == t) return false;
+    return true;
+}
+
+/* Positive logits are divided by the penalty, negative ones multiplied. */
+static float penalized(float l, float pen)
+{
+    return l > 0 ? l / pen : l * pen;
+}
+
+/* Penalized copy of the logits; banned tokens get -inf. */
 static void load_candidates(qlm_sampler *s, const float *logits)
 {
     for (int i = 0; i < s->n_vocab; i++) s->c[i] = (cand){.id = i, .logit = logits[i]};
     for (int i = 0; i < s->n_banned; i++) s->c[s->banned[i]].logit = -INFINITY;
     const float pen = s->p.repeat_penalty;
-    if (pen == 1.0f || s->n_recent == 0) return;
-    for (int i = 0; i < s->n_recent; i++) {
-        const int32_t t = s->recent[i];
-        if (t < 0 || t >= s->n_vocab) continue;
-        int seen = 0;
-        for (int j = 0; j < i; j++) seen |= s->recent[j] == t;
-        if (seen) continue;
-        float *l = &s->c[t].logit;
-        *l = *l > 0 ? *l / pen : *l * pen;
-    }
+    if (pen == 1.0f) return;
+    for (int i = 0; i < s->n_recent; i++)
+        if (recent_first(s, i)) s->c[s->recent[i]].logit = penalized(s->c[s->recent[i]].logit, pen);
 }
 
 /* Sifts c[i] down the min-heap c[0..n) (the smallest logit at the top). */
@@ -176,10 +184,7 @@ static int load_top(qlm_sampler *s, const float *logits, int keep)
         int at = 0;
         while (at < m && c[at].id != t) at++;
         if (at == m) c[m++] = (cand){.id = t, .logit = logits[t]};
-        if (!pen) continue;
-        int seen = 0;
-        for (int j = 0; j < i; j++) seen |= s->recent[j] == t;
-        if (!seen) c[at].logit = c[at].logit > 0 ? c[at].logit / s->p.repeat_penalty : c[at].logit * s->p.repeat_penalty;
+        if (pen && recent_first(s, i)) c[at].logit = penalized(c[at].logit, s->p.repeat_penalty);
     }
     for (int i = 0; i < s->n_banned; i++)
         for (int j = 0; j < m; j++)
